@@ -1,0 +1,83 @@
+"""memresolve: decides which stored memories are true now, before retrieval.
+
+>>> import memresolve as mr
+>>> from datetime import datetime, timezone
+>>> t = lambda day: datetime(2026, 7, day, tzinfo=timezone.utc)
+>>> harbor = mr.MemoryRecord(
+...     id="m1", key="pet.name", value="Harbor", scope=mr.UserScope("u1"),
+...     status="active", authority="model-inferred", confidence=0.6,
+...     valid_from=t(1), version=1)
+>>> marlowe = mr.MemoryRecord(
+...     id="m2", key="pet.name", value="Marlowe", scope=mr.UserScope("u1"),
+...     status="active", authority="user-corrected", confidence=1.0,
+...     valid_from=t(2), supersedes="m1", version=2)
+>>> context = mr.RetrievalContext(
+...     now=t(30), user_id="u1", character_id="c1", conversation_id="k1")
+>>> result = mr.resolve([harbor, marlowe], context)
+>>> [m.value for m in result.active], result.reason_for("m1")
+(['Marlowe'], <Reason.SUPERSEDED: 'superseded'>)
+"""
+
+from memresolve._api import resolve
+from memresolve._backend import backend_name
+from memresolve._jsonl import (
+    read_contexts,
+    read_records,
+    read_tombstones,
+    write_contexts,
+    write_records,
+    write_tombstones,
+)
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._result import Exclusion, PromptMemory, Resolution, Trace, to_prompt_memory
+from memresolve._scopes import (
+    CharacterScope,
+    ConversationScope,
+    SceneScope,
+    Scope,
+    UserScope,
+    scope_id,
+)
+from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason, Status
+from memresolve._version import __version__
+from memresolve.errors import (
+    BackendUnavailableError,
+    InternalError,
+    InvalidInputError,
+    MemresolveError,
+)
+
+__all__ = [
+    "RESOLVER_VERSION",
+    "Authority",
+    "BackendUnavailableError",
+    "Certainty",
+    "CharacterScope",
+    "ConversationScope",
+    "Exclusion",
+    "ForgetTombstone",
+    "InternalError",
+    "InvalidInputError",
+    "MemoryRecord",
+    "MemresolveError",
+    "PromptMemory",
+    "Reason",
+    "Resolution",
+    "RetrievalContext",
+    "SceneScope",
+    "Scope",
+    "Status",
+    "Trace",
+    "UserScope",
+    "__version__",
+    "backend_name",
+    "read_contexts",
+    "read_records",
+    "read_tombstones",
+    "resolve",
+    "scope_id",
+    "to_prompt_memory",
+    "write_contexts",
+    "write_records",
+    "write_tombstones",
+]

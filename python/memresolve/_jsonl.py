@@ -1,0 +1,317 @@
+"""JSON Lines reading and writing of records, contexts and tombstones.
+
+One JSON object per line, fields named as in the Python classes. A scope is
+an object with its ``kind`` and that kind's ids; instants are ISO-8601 strings
+with a UTC offset (``2026-07-30T12:00:00+00:00`` or ``...Z``). Reading is
+strict: a missing or unknown field, a duplicate key, a naive instant or any
+rule of SPEC §1 raises ``InvalidInputError`` naming the line, the record and
+the field. Blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, TypeAlias, TypeVar
+
+from memresolve import _validate as check
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
+from memresolve._validate import Subject
+from memresolve.errors import InvalidInputError
+
+__all__ = [
+    "context_from_json",
+    "context_to_json",
+    "read_contexts",
+    "read_records",
+    "read_tombstones",
+    "record_from_json",
+    "record_to_json",
+    "tombstone_from_json",
+    "tombstone_to_json",
+    "write_contexts",
+    "write_records",
+    "write_tombstones",
+]
+
+Source: TypeAlias = str | os.PathLike[str] | IO[str]
+JsonObject: TypeAlias = dict[str, Any]
+T = TypeVar("T")
+
+_SCOPE_TYPES: dict[str, type[Scope]] = {
+    "user": UserScope,
+    "character": CharacterScope,
+    "conversation": ConversationScope,
+    "scene": SceneScope,
+}
+_SCOPE_FIELDS: dict[str, tuple[str, ...]] = {
+    "user": ("user_id",),
+    "character": ("user_id", "character_id"),
+    "conversation": ("conversation_id",),
+    "scene": ("conversation_id", "scene_id"),
+}
+_RECORD_REQUIRED = (
+    "id",
+    "key",
+    "value",
+    "scope",
+    "status",
+    "authority",
+    "confidence",
+    "valid_from",
+    "version",
+)
+_RECORD_OPTIONAL = ("valid_until", "source_message_ids", "supersedes", "observed_at")
+_CONTEXT_REQUIRED = ("now", "user_id", "character_id", "conversation_id")
+_TOMBSTONE_REQUIRED = ("key", "scope", "forgotten_at", "blocks_sources_before")
+
+
+# Objects <-> JSON values ------------------------------------------------------------------
+
+
+def _instant_to_json(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _instant_from_json(value: object, subject: Subject, field: str) -> datetime:
+    if not isinstance(value, str):
+        subject.fail(
+            field, f"must be an ISO-8601 string with a UTC offset, got {_json_type(value)}"
+        )
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        subject.fail(field, f"is not an ISO-8601 date-time: {value!r}")
+    return check.instant(moment, subject, field)
+
+
+def _optional_instant_from_json(value: object, subject: Subject, field: str) -> datetime | None:
+    return None if value is None else _instant_from_json(value, subject, field)
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def _fields(
+    obj: object, subject: Subject, required: Iterable[str], optional: Iterable[str] = ()
+) -> Mapping[str, Any]:
+    """The object's fields, after checking that none is missing and none is unknown."""
+    if not isinstance(obj, dict):
+        raise InvalidInputError(
+            f"{subject.label}: expected a JSON object, got {_json_type(obj)}",
+            record_id=subject.record_id,
+        )
+    required = tuple(required)
+    for name in required:
+        if name not in obj:
+            subject.fail(name, "is missing")
+    known = {*required, *optional}
+    for name in obj:
+        if name not in known:
+            subject.fail(name, f"is not a known field (expected: {', '.join(sorted(known))})")
+    return obj
+
+
+def scope_to_json(scope: Scope) -> JsonObject:
+    names = _SCOPE_FIELDS[scope.kind]
+    return {"kind": scope.kind, **dict(zip(names, scope.fields, strict=True))}
+
+
+def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Scope:
+    nested = Subject(subject.label, subject.record_id)
+    if not isinstance(value, dict) or "kind" not in value:
+        nested.fail(field, "must be an object with a 'kind' and that kind's ids")
+    kind = value["kind"]
+    if kind not in _SCOPE_TYPES:
+        nested.fail(
+            f"{field}.kind",
+            f"has unknown value {kind!r}; expected one of " + ", ".join(map(repr, _SCOPE_TYPES)),
+        )
+    names = _SCOPE_FIELDS[kind]
+    for name in value:
+        if name != "kind" and name not in names:
+            nested.fail(f"{field}.{name}", f"is not a field of a {kind} scope")
+    ids = []
+    for name in names:
+        if name not in value:
+            nested.fail(f"{field}.{name}", "is missing")
+        ids.append(check.text(value[name], nested, f"{field}.{name}"))
+    return _SCOPE_TYPES[kind](*ids)
+
+
+def record_to_json(record: MemoryRecord) -> JsonObject:
+    """The JSON object for ``record``; ``record_from_json`` reads it back equal."""
+    return {
+        "id": record.id,
+        "key": record.key,
+        "value": record.value,
+        "scope": scope_to_json(record.scope),
+        "status": record.status.value,
+        "authority": record.authority.value,
+        "confidence": record.confidence,
+        "valid_from": _instant_to_json(record.valid_from),
+        "valid_until": _instant_to_json(record.valid_until),
+        "source_message_ids": list(record.source_message_ids),
+        "supersedes": record.supersedes,
+        "version": record.version,
+        "observed_at": _instant_to_json(record.observed_at),
+    }
+
+
+def record_from_json(obj: object) -> MemoryRecord:
+    """A ``MemoryRecord`` from a JSON object (strict: see the module docstring)."""
+    record_id = obj.get("id") if isinstance(obj, dict) else None
+    subject = (
+        Subject(f"record {record_id!r}", record_id)
+        if isinstance(record_id, str) and record_id
+        else Subject("record")
+    )
+    fields = _fields(obj, subject, _RECORD_REQUIRED, _RECORD_OPTIONAL)
+    source_ids = fields.get("source_message_ids", [])
+    if not isinstance(source_ids, list):
+        subject.fail("source_message_ids", f"must be an array, got {_json_type(source_ids)}")
+    return MemoryRecord(
+        id=fields["id"],
+        key=fields["key"],
+        value=fields["value"],
+        scope=scope_from_json(fields["scope"], subject),
+        status=fields["status"],
+        authority=fields["authority"],
+        confidence=fields["confidence"],
+        valid_from=_instant_from_json(fields["valid_from"], subject, "valid_from"),
+        valid_until=_optional_instant_from_json(fields.get("valid_until"), subject, "valid_until"),
+        source_message_ids=source_ids,
+        supersedes=fields.get("supersedes"),
+        version=fields["version"],
+        observed_at=_optional_instant_from_json(fields.get("observed_at"), subject, "observed_at"),
+    )
+
+
+def context_to_json(context: RetrievalContext) -> JsonObject:
+    return {
+        "now": _instant_to_json(context.now),
+        "user_id": context.user_id,
+        "character_id": context.character_id,
+        "conversation_id": context.conversation_id,
+        "scene_id": context.scene_id,
+    }
+
+
+def context_from_json(obj: object) -> RetrievalContext:
+    subject = Subject("context")
+    fields = _fields(obj, subject, _CONTEXT_REQUIRED, ("scene_id",))
+    return RetrievalContext(
+        now=_instant_from_json(fields["now"], subject, "now"),
+        user_id=fields["user_id"],
+        character_id=fields["character_id"],
+        conversation_id=fields["conversation_id"],
+        scene_id=fields.get("scene_id"),
+    )
+
+
+def tombstone_to_json(tombstone: ForgetTombstone) -> JsonObject:
+    return {
+        "key": tombstone.key,
+        "scope": scope_to_json(tombstone.scope),
+        "forgotten_at": _instant_to_json(tombstone.forgotten_at),
+        "blocks_sources_before": _instant_to_json(tombstone.blocks_sources_before),
+    }
+
+
+def tombstone_from_json(obj: object) -> ForgetTombstone:
+    subject = Subject("tombstone")
+    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED)
+    return ForgetTombstone(
+        key=fields["key"],
+        scope=scope_from_json(fields["scope"], subject),
+        forgotten_at=_instant_from_json(fields["forgotten_at"], subject, "forgotten_at"),
+        blocks_sources_before=_instant_from_json(
+            fields["blocks_sources_before"], subject, "blocks_sources_before"
+        ),
+    )
+
+
+# Files ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _opened(target: Source, mode: str) -> Iterator[IO[str]]:
+    if isinstance(target, str | os.PathLike):
+        with Path(target).open(mode, encoding="utf-8", newline="\n" if "w" in mode else None) as f:
+            yield f
+    else:
+        yield target
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
+    obj: JsonObject = {}
+    for name, value in pairs:
+        if name in obj:
+            raise InvalidInputError(f"field {name!r} appears twice in one object", field=name)
+        obj[name] = value
+    return obj
+
+
+def _read(source: Source, parse: Callable[[object], T]) -> list[T]:
+    items: list[T] = []
+    with _opened(source, "r") as lines:
+        name = getattr(lines, "name", "<stream>")
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append(parse(json.loads(line, object_pairs_hook=_reject_duplicate_keys)))
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(
+                    f"{name} line {number}: not valid JSON ({exc.msg})", line=number
+                ) from None
+            except InvalidInputError as exc:
+                raise InvalidInputError(
+                    f"{name} line {number}: {exc}",
+                    record_id=exc.record_id,
+                    field=exc.field,
+                    line=number,
+                ) from None
+    return items
+
+
+def _write(items: Iterable[T], destination: Source, to_json: Callable[[T], JsonObject]) -> None:
+    with _opened(destination, "w") as out:
+        for item in items:
+            out.write(json.dumps(to_json(item), ensure_ascii=False, allow_nan=False))
+            out.write("\n")
+
+
+def read_records(source: Source) -> list[MemoryRecord]:
+    """Every record of a JSON Lines file (a path or an open text stream)."""
+    return _read(source, record_from_json)
+
+
+def write_records(records: Iterable[MemoryRecord], destination: Source) -> None:
+    """Write ``records`` as JSON Lines; ``read_records`` reads them back equal."""
+    _write(records, destination, record_to_json)
+
+
+def read_contexts(source: Source) -> list[RetrievalContext]:
+    """Every retrieval context of a JSON Lines file."""
+    return _read(source, context_from_json)
+
+
+def write_contexts(contexts: Iterable[RetrievalContext], destination: Source) -> None:
+    _write(contexts, destination, context_to_json)
+
+
+def read_tombstones(source: Source) -> list[ForgetTombstone]:
+    """Every forget tombstone of a JSON Lines file."""
+    return _read(source, tombstone_from_json)
+
+
+def write_tombstones(tombstones: Iterable[ForgetTombstone], destination: Source) -> None:
+    _write(tombstones, destination, tombstone_to_json)

@@ -1,0 +1,139 @@
+"""The one set of input rules (SPEC §1 and §5), shared by every constructor.
+
+Each checker takes the value, a ``Subject`` saying whose field it is, and the
+field's name; it returns the value normalised (plain ``str``, enum member,
+``float``, ``tuple``) or raises ``InvalidInputError`` naming both. Messages
+never quote a record's ``value``: it may be private text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+from typing import NoReturn, TypeVar
+
+from memresolve.errors import InvalidInputError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_MICROSECOND = timedelta(microseconds=1)
+
+E = TypeVar("E", bound=Enum)
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Whose field is being checked: ``record 'm1'``, ``context``, ``tombstone``..."""
+
+    label: str
+    record_id: str | None = None
+
+    def fail(self, field: str, problem: str) -> NoReturn:
+        raise InvalidInputError(
+            f"{self.label}: field {field!r} {problem}", record_id=self.record_id, field=field
+        )
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def text(value: object, subject: Subject, field: str) -> str:
+    """A non-empty ``str`` that is valid Unicode (no lone surrogates)."""
+    checked = any_text(value, subject, field)
+    if not checked:
+        subject.fail(field, "must not be empty")
+    return checked
+
+
+def any_text(value: object, subject: Subject, field: str) -> str:
+    """A ``str`` (possibly empty) that is valid Unicode; never quoted in messages."""
+    if not isinstance(value, str):
+        subject.fail(field, f"must be a str, got {_type_name(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        subject.fail(
+            field, f"contains a lone surrogate at index {exc.start}, which is not valid Unicode"
+        )
+    # A str subclass may override comparison; the contract compares code points.
+    return value if type(value) is str else str.__str__(value)
+
+
+def optional_text(value: object, subject: Subject, field: str) -> str | None:
+    """``None`` or a non-empty valid ``str``."""
+    return None if value is None else text(value, subject, field)
+
+
+def text_tuple(value: object, subject: Subject, field: str) -> tuple[str, ...]:
+    """Any iterable of non-empty valid ``str`` (but not a lone ``str``), as a tuple."""
+    if isinstance(value, str | bytes):
+        subject.fail(field, f"must be a sequence of str, not a single {_type_name(value)}")
+    if not isinstance(value, Iterable):
+        subject.fail(field, f"must be a sequence of str, got {_type_name(value)}")
+    return tuple(text(item, subject, f"{field}[{i}]") for i, item in enumerate(value))
+
+
+def instant(value: object, subject: Subject, field: str) -> datetime:
+    """An aware ``datetime``. A naive one is an error, never silently UTC."""
+    if not isinstance(value, datetime):
+        subject.fail(field, f"must be a datetime with a time zone, got {_type_name(value)}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        subject.fail(
+            field,
+            "is a naive datetime; give it a time zone (for example tzinfo=timezone.utc), "
+            "memresolve never assumes one",
+        )
+    return value
+
+
+def optional_instant(value: object, subject: Subject, field: str) -> datetime | None:
+    return None if value is None else instant(value, subject, field)
+
+
+def enum_member(value: object, enum_type: type[E], subject: Subject, field: str) -> E:
+    """An ``enum_type`` member, given as the member or its string value."""
+    if isinstance(value, enum_type):
+        return value
+    allowed = ", ".join(repr(member.value) for member in enum_type)
+    if not isinstance(value, str):
+        subject.fail(
+            field, f"must be a {enum_type.__name__} or one of {allowed}, got {_type_name(value)}"
+        )
+    try:
+        return enum_type(value)
+    except ValueError:
+        subject.fail(field, f"has unknown value {value!r}; expected one of {allowed}")
+
+
+def confidence(value: object, subject: Subject, field: str) -> float:
+    """A finite number with 0 <= c <= 1, as ``float``. ``bool`` is not a number here."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        subject.fail(field, f"must be a float between 0 and 1, got {_type_name(value)}")
+    if isinstance(value, int):
+        if not 0 <= value <= 1:
+            subject.fail(field, f"must be between 0 and 1, got {value}")
+        return float(value)
+    if not math.isfinite(value):
+        subject.fail(field, f"must be a finite number, got {value}")
+    if not 0.0 <= value <= 1.0:
+        subject.fail(field, f"must be between 0 and 1, got {value}")
+    return float(value)
+
+
+def int64(value: object, subject: Subject, field: str) -> int:
+    """An ``int`` (not ``bool``) that fits in signed 64 bits."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        subject.fail(field, f"must be an int, got {_type_name(value)}")
+    if not INT64_MIN <= value <= INT64_MAX:
+        subject.fail(field, f"must fit in signed 64 bits, got {value}")
+    return int(value)
+
+
+def to_micros(moment: datetime) -> int:
+    """Microseconds since the Unix epoch, UTC: how every instant is compared (SPEC §1)."""
+    return (moment - _EPOCH) // _ONE_MICROSECOND

@@ -1,0 +1,248 @@
+"""The pure-Python reference resolver: the executable specification of SPEC.md.
+
+Standard library only, one small function per pipeline stage, written to be
+read rather than to be fast. The Rust core must agree with it on every input;
+the differential tests hold it to that.
+
+Decisions the tutorial leaves open or makes platform-dependent, made here:
+
+* Strings (ids, keys, scope ids) are compared by Unicode code point, which is
+  Python's own ``str`` ordering, never by locale rules (the tutorial's
+  ``localeCompare`` can pick different winners on different workers).
+* Instants are compared as aware datetimes, which Python compares by the
+  instant they name, exactly to the microsecond, whatever their UTC offsets.
+  Naive datetimes cannot reach this module: constructors reject them.
+* Scopes are compared structurally (equal kind and fields), never through a
+  joined string, so ``user "a:b"`` and ``user "a"`` never meet. Grouping and
+  tombstone matching both use scope equality.
+* Each candidate gets exactly one reason: the first stage that excludes it.
+  A record stored as ``forgotten`` but outside its validity interval is
+  ``status-or-time``; tombstones are checked at stage 3, after time.
+* Supersession edges are carried by every in-scope record that is inside its
+  validity interval and not stored as ``expired``, even one excluded at stage
+  2 (stored ``superseded``) or 3 (forgotten): normalising statuses or
+  forgetting a correction never brings an older value back. An edge may cross
+  keys and scopes (ids are unique within a call); a dangling one does nothing.
+* Tombstones apply whatever ``now`` is, and decide on the evidence time
+  (``observed_at``, else ``valid_from``), inclusive: evidence at exactly
+  ``blocks_sources_before`` is blocked.
+* Validity is half-open: eligible when ``valid_from <= now < valid_until``.
+* Output order is canonical and independent of input order: ``active`` by
+  (scope id, key), ``excluded`` by record id.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Final
+
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._result import RawResolution
+from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
+from memresolve._scopes import scope_id as scope_id
+from memresolve._types import Reason, Status
+from memresolve._validate import to_micros
+
+if TYPE_CHECKING:
+    from memresolve._result import Resolution
+
+__all__ = [
+    "NAME",
+    "bears_supersession_edge",
+    "blocked_by_tombstone",
+    "decide",
+    "excluded_as_forgotten",
+    "excluded_by_status_or_time",
+    "in_validity_interval",
+    "precedence_key",
+    "resolve",
+    "resolve_rows",
+    "scope_matches",
+    "superseded_ids",
+]
+
+NAME: Final = "reference"
+
+_REASON_CODE = {reason: code for code, reason in enumerate(Reason)}
+
+
+# Stage 1: scope ---------------------------------------------------------------------------
+
+
+def scope_matches(scope: Scope, context: RetrievalContext) -> bool:
+    """Whether a record in ``scope`` is visible in ``context`` (SPEC §1 table)."""
+    match scope:
+        case UserScope(user_id=user_id):
+            return user_id == context.user_id
+        case CharacterScope(user_id=user_id, character_id=character_id):
+            return user_id == context.user_id and character_id == context.character_id
+        case ConversationScope(conversation_id=conversation_id):
+            return conversation_id == context.conversation_id
+        case SceneScope(conversation_id=conversation_id, scene_id=scene_id):
+            # A context with no current scene sees no scene's records.
+            return (
+                context.scene_id is not None
+                and conversation_id == context.conversation_id
+                and scene_id == context.scene_id
+            )
+
+
+# Stage 2: status and time -----------------------------------------------------------------
+
+
+def in_validity_interval(record: MemoryRecord, now: datetime) -> bool:
+    """``valid_from <= now``, and ``now < valid_until`` when there is an end."""
+    if record.valid_from > now:
+        return False
+    return record.valid_until is None or now < record.valid_until
+
+
+def excluded_by_status_or_time(record: MemoryRecord, now: datetime) -> bool:
+    """Outside its interval, or stored as ``superseded`` or ``expired``.
+
+    Expiry is computed from the interval, so a stored status that a background
+    worker has not normalised yet does not matter.
+    """
+    if not in_validity_interval(record, now):
+        return True
+    return record.status in (Status.SUPERSEDED, Status.EXPIRED)
+
+
+# Stage 3: forgetting ----------------------------------------------------------------------
+
+
+def blocked_by_tombstone(record: MemoryRecord, tombstones: Iterable[ForgetTombstone]) -> bool:
+    """Some tombstone has the record's key, an equal scope, and evidence up to its bound.
+
+    The evidence time, not ``valid_from``, decides: a summary generated after
+    the forget from old messages stays forgotten, and a fact re-told after the
+    forget is not blocked forever.
+    """
+    return any(
+        tombstone.key == record.key
+        and tombstone.scope == record.scope
+        and record.evidence_at <= tombstone.blocks_sources_before
+        for tombstone in tombstones
+    )
+
+
+def excluded_as_forgotten(record: MemoryRecord, tombstones: Iterable[ForgetTombstone]) -> bool:
+    """Stored as ``forgotten``, or blocked by a tombstone."""
+    return record.status is Status.FORGOTTEN or blocked_by_tombstone(record, tombstones)
+
+
+# Stage 4: supersession --------------------------------------------------------------------
+
+
+def bears_supersession_edge(record: MemoryRecord, now: datetime) -> bool:
+    """Whether an in-scope record's ``supersedes`` counts: in its interval and not ``expired``.
+
+    Only time switches an edge off, never ``superseded`` or ``forgotten``: a
+    forgotten correction still hides what it replaced.
+    """
+    return in_validity_interval(record, now) and record.status is not Status.EXPIRED
+
+
+def superseded_ids(in_scope: Iterable[MemoryRecord], now: datetime) -> frozenset[str]:
+    """The ids named by the edges of the in-scope records that bear one.
+
+    A cycle among edge-bearing records puts every member in this set; a record
+    that supersedes itself is a cycle of one. A dangling id matches nothing.
+    """
+    return frozenset(
+        record.supersedes
+        for record in in_scope
+        if record.supersedes is not None and bears_supersession_edge(record, now)
+    )
+
+
+# Stage 5: precedence ----------------------------------------------------------------------
+
+
+def precedence_key(record: MemoryRecord) -> tuple[int, int, int, str]:
+    """Sort key, best first: authority rank desc, version desc, valid_from desc, id asc.
+
+    Ids are unique within a call, so this order is total. ``str`` ordering in
+    Python is by code point, exactly what the contract asks for.
+    """
+    return (-record.authority.rank, -record.version, -to_micros(record.valid_from), record.id)
+
+
+# The pipeline -----------------------------------------------------------------------------
+
+
+def decide(
+    records: Sequence[MemoryRecord],
+    context: RetrievalContext,
+    tombstones: Sequence[ForgetTombstone],
+) -> list[Reason | None]:
+    """Each record's outcome, by position: its exclusion reason, or ``None`` for a winner."""
+    now = context.now
+    in_scope = [scope_matches(record.scope, context) for record in records]
+    hidden = superseded_ids(
+        (record for record, scoped in zip(records, in_scope, strict=True) if scoped), now
+    )
+
+    outcomes: list[Reason | None] = []
+    for record, scoped in zip(records, in_scope, strict=True):
+        if not scoped:
+            outcomes.append(Reason.SCOPE)
+        elif excluded_by_status_or_time(record, now):
+            outcomes.append(Reason.STATUS_OR_TIME)
+        elif excluded_as_forgotten(record, tombstones):
+            outcomes.append(Reason.FORGOTTEN)
+        elif record.id in hidden:
+            outcomes.append(Reason.SUPERSEDED)
+        else:
+            outcomes.append(None)  # a survivor; stage 5 decides below
+
+    groups: defaultdict[tuple[Scope, str], list[int]] = defaultdict(list)
+    for row, outcome in enumerate(outcomes):
+        if outcome is None:
+            groups[(records[row].scope, records[row].key)].append(row)
+    for rows in groups.values():
+        winner = min(rows, key=lambda row: precedence_key(records[row]))
+        for row in rows:
+            if row != winner:
+                outcomes[row] = Reason.LOWER_PRECEDENCE
+    return outcomes
+
+
+def resolve_rows(
+    records: Sequence[MemoryRecord],
+    context: RetrievalContext,
+    tombstones: Sequence[ForgetTombstone],
+) -> RawResolution:
+    """The backend kernel: ``decide``, then the canonical order of SPEC §2.
+
+    Inputs are already validated by the facade (types, unique ids).
+    """
+    outcomes = decide(records, context, tombstones)
+    active = sorted(
+        (row for row, outcome in enumerate(outcomes) if outcome is None),
+        key=lambda row: (scope_id(records[row].scope), records[row].key),
+    )
+    excluded = sorted(
+        (
+            (row, _REASON_CODE[outcome])
+            for row, outcome in enumerate(outcomes)
+            if outcome is not None
+        ),
+        key=lambda pair: records[pair[0]].id,
+    )
+    return RawResolution(tuple(active), tuple(excluded))
+
+
+def resolve(
+    records: Iterable[MemoryRecord],
+    context: RetrievalContext,
+    *,
+    tombstones: Iterable[ForgetTombstone] = (),
+) -> Resolution:
+    """``memresolve.resolve`` run by this reference, whatever backend is selected."""
+    # Imported here: the facade selects among backends, this module among them.
+    from memresolve import _api, reference  # noqa: PLC0415
+
+    return _api.resolve_with(reference, records, context, tombstones)

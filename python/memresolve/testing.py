@@ -1,0 +1,258 @@
+"""Hypothesis strategies for memresolve inputs, built to provoke collisions.
+
+A product feature, not only our test helper: point these at your own storage
+layer (write a scenario, read it back, resolve) and compare with
+``memresolve.reference``. Requires ``hypothesis`` (``pip install memresolve[testing]``).
+
+Everything is drawn from small pools so that ids, keys and scopes collide:
+ids over an alphabet that includes ``:`` and ``%`` (the characters the scope
+id escapes) and a non-BMP character, instants clustered on ``now`` (equal,
+one microsecond either side, a day either side) and expressed in several UTC
+offsets, equal versions and authorities, supersession chains, cycles,
+self-references and dangling edges, contexts with and without a scene.
+
+Example::
+
+    from hypothesis import given
+    from memresolve.testing import scenarios
+
+    @given(scenarios())
+    def test_my_store_round_trips(scenario):
+        store.save(scenario.records)
+        loaded = store.load()
+        assert mr.resolve(loaded, scenario.context) == mr.resolve(scenario.records, scenario.context)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from hypothesis import strategies as st
+
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
+from memresolve._types import Authority, Status
+from memresolve._validate import INT64_MAX, INT64_MIN
+
+__all__ = [
+    "BASE_NOW",
+    "ID_ALPHABET",
+    "Scenario",
+    "Universe",
+    "authorities",
+    "confidences",
+    "contexts",
+    "identifiers",
+    "instants",
+    "memory_records",
+    "scenarios",
+    "scopes",
+    "statuses",
+    "tombstones",
+    "universes",
+    "versions",
+]
+
+#: Characters ids are drawn from: ``:`` and ``%`` (escaped in scope ids), ``A``
+#: (sorts before lowercase), ``é`` (sorts differently under locale rules) and
+#: ``𝔘`` (outside the BMP: UTF-16 order would differ from code-point order).
+ID_ALPHABET = ("a", "b", "A", ":", "%", "é", "\U0001d518")
+
+#: The default ``now`` that instants cluster around.
+BASE_NOW = datetime(2026, 7, 30, 12, 0, tzinfo=timezone.utc)
+
+# Values are never read by resolution; these characters exercise JSON escaping.
+_VALUE_ALPHABET = (*ID_ALPHABET, " ", "\n", '"', "\\", "\u0000", "\u2028")
+
+_OFFSETS = (
+    timezone.utc,
+    timezone(timedelta(hours=2)),
+    timezone(timedelta(hours=-9, minutes=-30)),
+    timezone(timedelta(hours=14)),
+)
+_DAY = timedelta(days=1)
+_NEAR = (
+    timedelta(0),
+    timedelta(microseconds=1),
+    -timedelta(microseconds=1),
+    timedelta(days=1),
+    -timedelta(days=1),
+)
+
+
+def identifiers(max_size: int = 3) -> st.SearchStrategy[str]:
+    """Short non-empty ids over ``ID_ALPHABET``: they collide often, by design."""
+    return st.text(alphabet=st.sampled_from(ID_ALPHABET), min_size=1, max_size=max_size)
+
+
+def instants(around: datetime = BASE_NOW) -> st.SearchStrategy[datetime]:
+    """Instants on or next to ``around`` (mostly), in one of several UTC offsets."""
+    near = st.sampled_from(_NEAR)
+    anywhere = st.integers(-60 * 86_400_000_000, 60 * 86_400_000_000).map(
+        lambda us: timedelta(microseconds=us)
+    )
+    shift = st.one_of(near, near, anywhere)
+    return st.builds(
+        lambda delta, tz: (around + delta).astimezone(tz), shift, st.sampled_from(_OFFSETS)
+    )
+
+
+def statuses() -> st.SearchStrategy[Status]:
+    """Mostly ``active``: other statuses exclude early and hide the later stages."""
+    return st.sampled_from((Status.ACTIVE,) * 8 + tuple(Status))
+
+
+def authorities() -> st.SearchStrategy[Authority]:
+    return st.sampled_from(tuple(Authority))
+
+
+def confidences() -> st.SearchStrategy[float]:
+    """The thresholds of the prompt projection, and anything in between."""
+    edges = st.sampled_from((0.0, 0.5, 0.8499999999999999, 0.85, 1.0))
+    return st.one_of(edges, st.floats(0.0, 1.0, allow_nan=False))
+
+
+def versions() -> st.SearchStrategy[int]:
+    """Small, often equal, versions, and the ends of the signed 64-bit range."""
+    return st.one_of(st.integers(-1, 3), st.sampled_from((INT64_MIN, INT64_MAX)))
+
+
+@dataclass(frozen=True)
+class Universe:
+    """Small pools of ids that records, contexts and tombstones all draw from."""
+
+    user_ids: tuple[str, ...]
+    character_ids: tuple[str, ...]
+    conversation_ids: tuple[str, ...]
+    scene_ids: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
+def _mostly_first(pool: tuple[str, ...]) -> st.SearchStrategy[str]:
+    """Any id of ``pool``, its first twice as often: records and contexts then often meet."""
+    return st.sampled_from((pool[0], pool[0], *pool))
+
+
+def _pool(max_size: int) -> st.SearchStrategy[tuple[str, ...]]:
+    return st.lists(identifiers(), min_size=1, max_size=max_size, unique=True).map(tuple)
+
+
+def universes() -> st.SearchStrategy[Universe]:
+    """One or two ids per role, so that records usually share their context's scopes."""
+    return st.builds(Universe, _pool(2), _pool(2), _pool(2), _pool(2), _pool(3))
+
+
+def scopes(universe: Universe) -> st.SearchStrategy[Scope]:
+    """A scope of any kind whose ids come from ``universe``."""
+    users = _mostly_first(universe.user_ids)
+    conversations = _mostly_first(universe.conversation_ids)
+    return st.one_of(
+        st.builds(UserScope, users),
+        st.builds(CharacterScope, users, _mostly_first(universe.character_ids)),
+        st.builds(ConversationScope, conversations),
+        st.builds(SceneScope, conversations, _mostly_first(universe.scene_ids)),
+    )
+
+
+def contexts(
+    universe: Universe | None = None, now: datetime = BASE_NOW
+) -> st.SearchStrategy[RetrievalContext]:
+    """A context in ``universe`` (drawn if not given), with or without a scene."""
+    pools = st.just(universe) if universe is not None else universes()
+    return pools.flatmap(
+        lambda u: st.builds(
+            RetrievalContext,
+            now=st.sampled_from((now, now.astimezone(_OFFSETS[2]))),
+            user_id=_mostly_first(u.user_ids),
+            character_id=_mostly_first(u.character_ids),
+            conversation_id=_mostly_first(u.conversation_ids),
+            scene_id=st.one_of(st.none(), _mostly_first(u.scene_ids)),
+        )
+    )
+
+
+def memory_records(
+    universe: Universe,
+    *,
+    record_id: st.SearchStrategy[str] | None = None,
+    supersedes: st.SearchStrategy[str | None] | None = None,
+    now: datetime = BASE_NOW,
+) -> st.SearchStrategy[MemoryRecord]:
+    """One record in ``universe``; every field drawn to sit on a decision boundary."""
+    return st.builds(
+        MemoryRecord,
+        id=record_id if record_id is not None else identifiers(4),
+        key=_mostly_first(universe.keys),
+        value=st.text(alphabet=st.sampled_from(_VALUE_ALPHABET), max_size=6),
+        scope=scopes(universe),
+        status=statuses(),
+        authority=authorities(),
+        confidence=confidences(),
+        # Mostly inside the interval, so that the later stages get candidates.
+        valid_from=st.one_of(instants(now - _DAY), instants(now)),
+        valid_until=st.one_of(st.none(), instants(now + _DAY), instants(now)),
+        source_message_ids=st.lists(identifiers(), max_size=2).map(tuple),
+        supersedes=supersedes if supersedes is not None else st.none() | identifiers(4),
+        version=versions(),
+        observed_at=st.one_of(st.none(), instants(now)),
+    )
+
+
+def tombstones(universe: Universe, now: datetime = BASE_NOW) -> st.SearchStrategy[ForgetTombstone]:
+    """A tombstone on a key and scope of ``universe``, bounded near ``now``."""
+    return st.builds(
+        ForgetTombstone,
+        key=st.sampled_from(universe.keys),
+        scope=scopes(universe),
+        forgotten_at=instants(now),
+        blocks_sources_before=instants(now),
+    )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Candidates with unique ids, one context, and tombstones: one call to ``resolve``."""
+
+    records: tuple[MemoryRecord, ...]
+    context: RetrievalContext
+    tombstones: tuple[ForgetTombstone, ...]
+
+
+_EDGE_KINDS = ("none", "none", "previous", "previous", "any", "self", "dangling")
+
+
+@st.composite
+def scenarios(
+    draw: st.DrawFn, *, max_records: int = 12, max_tombstones: int = 3, now: datetime = BASE_NOW
+) -> Scenario:
+    """A whole call: universe, context, records with supersession edges, tombstones.
+
+    Edges point at the previous record (building chains), at any record
+    (building cycles and cross-key or cross-scope edges), at the record itself,
+    or at an id that is not there.
+    """
+    universe = draw(universes())
+    context = draw(contexts(universe, now))
+    ids = draw(st.lists(identifiers(4), max_size=max_records, unique=True))
+    records = []
+    for position, record_id in enumerate(ids):
+        kind = draw(st.sampled_from(_EDGE_KINDS))
+        target: str | None = None
+        if kind == "previous" and position > 0:
+            target = ids[position - 1]
+        elif kind == "any":
+            target = draw(st.sampled_from(ids))
+        elif kind == "self":
+            target = record_id
+        elif kind == "dangling":
+            target = draw(identifiers(4).filter(lambda candidate: candidate not in ids))
+        records.append(
+            draw(
+                memory_records(
+                    universe, record_id=st.just(record_id), supersedes=st.just(target), now=now
+                )
+            )
+        )
+    forgets = draw(st.lists(tombstones(universe, now), max_size=max_tombstones))
+    return Scenario(tuple(records), context, tuple(forgets))

@@ -1,0 +1,50 @@
+//! The PyO3 binding, `memresolve._native`. Thin by design: it exports the
+//! core's constants so the Python package can check that both sides speak the
+//! same vocabulary and were built from the same version.
+
+use pyo3::prelude::*;
+
+#[pymodule(gil_used = false)]
+mod _native {
+    use super::PyResult;
+    use crate::model;
+    use pyo3::prelude::pyfunction;
+
+    /// Version of the crate; the Python package refuses a stale build.
+    #[pymodule_export]
+    #[allow(non_upper_case_globals)] // Python's dunder name, by convention.
+    const __version__: &str = env!("CARGO_PKG_VERSION");
+
+    #[pymodule_export]
+    const RESOLVER_VERSION: &str = model::RESOLVER_VERSION;
+
+    #[pymodule_export]
+    const SCOPE_KIND_NAMES: [&str; 4] = model::SCOPE_KIND_NAMES;
+
+    #[pymodule_export]
+    const STATUS_NAMES: [&str; 4] = model::STATUS_NAMES;
+
+    #[pymodule_export]
+    const AUTHORITY_NAMES: [&str; 4] = model::AUTHORITY_NAMES;
+
+    #[pymodule_export]
+    const REASON_NAMES: [&str; 5] = model::REASON_NAMES;
+
+    /// The canonical scope identifier, computed by the Rust core.
+    #[pyfunction]
+    fn scope_id(kind: &str, fields: Vec<String>) -> PyResult<String> {
+        let kind = match kind {
+            "user" => model::ScopeKind::User,
+            "character" => model::ScopeKind::Character,
+            "conversation" => model::ScopeKind::Conversation,
+            "scene" => model::ScopeKind::Scene,
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown scope kind {other:?}"
+                )))
+            }
+        };
+        let borrowed: Vec<&str> = fields.iter().map(String::as_str).collect();
+        Ok(model::scope_id(kind, &borrowed))
+    }
+}

@@ -1,0 +1,53 @@
+"""Shared fixtures: Hypothesis profiles and the ``backend`` fixture every resolution test uses."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from memresolve import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
+from memresolve._api import resolve_with
+from memresolve._backend import available_backends, get_backend
+
+# dev: quick local runs. ci: what .ci/run uses, reproducible. deep: nightly or by hand.
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.register_profile(
+    "ci",
+    max_examples=300,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "deep", max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("MEMRESOLVE_HYPOTHESIS_PROFILE", "dev"))
+
+Resolve = Callable[..., Resolution]
+
+
+@pytest.fixture(params=available_backends())
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each backend usable in this installation; tests taking it run once per backend."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def resolve(backend: str) -> Resolve:
+    """``memresolve.resolve`` run by the backend under test."""
+    kernel = get_backend(backend)
+
+    def run(
+        records: Iterable[MemoryRecord],
+        context: RetrievalContext,
+        *,
+        tombstones: Iterable[ForgetTombstone] = (),
+    ) -> Resolution:
+        return resolve_with(kernel, records, context, tombstones)
+
+    return run

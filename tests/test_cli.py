@@ -1,0 +1,92 @@
+"""The ``memresolve`` command: the bundled demo and resolving files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import memresolve as mr
+from memresolve._cli import main
+from story import ADA, context, corrected_marlowe, day, forget, inferred_harbor
+
+
+def test_demo_prints_winners_with_certainty_and_exclusions_with_reasons(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "Context 1 of 3" in out
+    assert "pet.name" in out
+    assert "confirmed  'Marlowe'" in out
+    assert "mem-pet-1                superseded" in out
+    assert "mem-address-summary      forgotten" in out
+    assert "trace: memory_candidates=14" in out
+
+
+def test_demo_as_json_follows_the_story(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--format", "json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    during, next_morning, other_character = (json.loads(line) for line in lines)
+    active_during = {m["key"]: m for m in during["active"]}
+    assert active_during["pet.name"]["value"] == "Marlowe"
+    assert active_during["pet.name"]["certainty"] == "confirmed"
+    assert active_during["story.lantern.status"]["value"] == "shattered"
+    assert "scene.raincoat" in active_during
+    assert "scene.raincoat" not in {m["key"] for m in next_morning["active"]}
+    assert {e["id"]: e["reason"] for e in next_morning["excluded"]}["mem-raincoat"] == (
+        "status-or-time"
+    )
+    assert "character.title" not in {m["key"] for m in other_character["active"]}
+    assert {m["key"]: m["value"] for m in other_character["active"]}["user.city"] == (
+        "Porto, for the weekend"
+    )
+    reasons = {e["id"]: e["reason"] for e in during["excluded"]}
+    assert reasons["mem-address-summary"] == "forgotten"
+    assert reasons["mem-lantern-1"] == "superseded"
+    assert reasons["mem-pet-2-retry"] == "lower-precedence"
+    assert during["trace"]["memory_candidates"] == 14
+
+
+def test_resolve_reads_jsonl_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mr.write_records([inferred_harbor, corrected_marlowe], tmp_path / "r.jsonl")
+    mr.write_contexts([context()], tmp_path / "c.jsonl")
+    mr.write_tombstones([forget("pet.name", ADA, day(1, 12))], tmp_path / "t.jsonl")
+    argv = ["resolve", str(tmp_path / "r.jsonl"), "--contexts", str(tmp_path / "c.jsonl")]
+    assert main([*argv, "--tombstones", str(tmp_path / "t.jsonl"), "--format", "json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    decision = json.loads(line)
+    assert [m["id"] for m in decision["active"]] == ["mem-pet-2"]
+    assert decision["excluded"] == [{"id": "mem-pet-1", "reason": "forgotten"}]
+
+
+def test_bad_input_file_exits_2_naming_line_record_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mr.write_records([inferred_harbor], tmp_path / "r.jsonl")
+    with (tmp_path / "r.jsonl").open("a") as f:
+        f.write(
+            '{"id": "m9", "key": "k", "value": "", "scope": {"kind": "user", "user_id": "u"},'
+            ' "status": "active", "authority": "model-inferred", "confidence": 2,'
+            ' "valid_from": "2026-07-01T00:00:00Z", "version": 1}\n'
+        )
+    mr.write_contexts([context()], tmp_path / "c.jsonl")
+    status = main(["resolve", str(tmp_path / "r.jsonl"), "--contexts", str(tmp_path / "c.jsonl")])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "line 2" in err
+    assert "'m9'" in err
+    assert "'confidence'" in err
+
+
+def test_python_dash_m_runs_the_command() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "memresolve", "demo", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert len(completed.stdout.splitlines()) == 3
