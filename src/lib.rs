@@ -5,7 +5,7 @@
 //! scoped key. The contract is `SPEC.md`; the executable specification is the
 //! pure-Python reference (`memresolve.reference`).
 //!
-//! This crate is a plain Rust library. The `python` feature adds the PyO3
+//! This crate is a plain Rust library. The `python` feature adds the `PyO3`
 //! binding (`memresolve._native`); without it, `cargo test` builds and tests
 //! the core with no Python at all.
 //!

@@ -1,8 +1,12 @@
-//! The PyO3 binding, `memresolve._native`. Thin by design: it exports the
+//! The `PyO3` binding, `memresolve._native`. Thin by design: it exports the
 //! core's constants so the Python package can check that both sides speak the
 //! same vocabulary and were built from the same version.
 
 use pyo3::prelude::*;
+
+// The exception classes are defined once, in Python (memresolve/errors.py), and
+// raised from here as the very same classes.
+pyo3::import_exception!(memresolve.errors, InvalidInputError);
 
 #[pymodule(gil_used = false)]
 mod _native {
@@ -32,6 +36,7 @@ mod _native {
 
     /// The canonical scope identifier, computed by the Rust core.
     #[pyfunction]
+    #[allow(clippy::needless_pass_by_value)] // PyO3 extracts arguments as owned values.
     fn scope_id(kind: &str, fields: Vec<String>) -> PyResult<String> {
         let kind = match kind {
             "user" => model::ScopeKind::User,
@@ -39,8 +44,8 @@ mod _native {
             "conversation" => model::ScopeKind::Conversation,
             "scene" => model::ScopeKind::Scene,
             other => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "unknown scope kind {other:?}"
+                return Err(super::InvalidInputError::new_err(format!(
+                    "unknown scope kind {other:?}; expected user, character, conversation or scene"
                 )))
             }
         };

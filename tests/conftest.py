@@ -30,14 +30,14 @@ settings.load_profile(os.environ.get("MEMRESOLVE_HYPOTHESIS_PROFILE", "dev"))
 Resolve = Callable[..., Resolution]
 
 
-@pytest.fixture(params=available_backends())
+@pytest.fixture(scope="session", params=available_backends())
 def backend(request: pytest.FixtureRequest) -> str:
     """Each backend usable in this installation; tests taking it run once per backend."""
     name: str = request.param
     return name
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def resolve(backend: str) -> Resolve:
     """``memresolve.resolve`` run by the backend under test."""
     kernel = get_backend(backend)

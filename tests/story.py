@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import memresolve as mr
 
-UTC = timezone.utc
 ADA = mr.UserScope("u-ada")
 ROWAN = mr.CharacterScope("u-ada", "c-rowan")
 HARBOR_NIGHTS = mr.ConversationScope("k-harbor-nights")

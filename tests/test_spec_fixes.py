@@ -127,7 +127,7 @@ def test_a_worker_marking_the_middle_link_superseded_does_not_resurrect_the_firs
 def test_forgetting_a_correction_does_not_bring_back_what_it_replaced(resolve: Resolve) -> None:
     old = record("old", value="Harbor", valid_from=day(1))
     correction = record("fix", value="Marlowe", valid_from=day(2), supersedes="old", version=2)
-    result = resolve([old, dataclasses.replace(correction, status="forgotten")], context())
+    result = resolve([old, dataclasses.replace(correction, status=mr.Status.FORGOTTEN)], context())
     assert result.active == ()
     assert result.reason_for("old") is mr.Reason.SUPERSEDED
     assert result.reason_for("fix") is mr.Reason.FORGOTTEN

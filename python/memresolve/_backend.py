@@ -27,7 +27,7 @@ class Kernel(Protocol):
     """What a backend module provides. Inputs arrive validated; see ``RawResolution``."""
 
     @property
-    def NAME(self) -> str: ...  # noqa: N802 - a module-level constant in each backend
+    def NAME(self) -> str: ...
 
     def resolve_rows(
         self,

@@ -70,7 +70,7 @@ class PromptMemory:
 
 
 def certainty_of(record: MemoryRecord) -> Certainty:
-    """``confirmed`` if the user vouched for it, else ``likely`` from 0.85 up, else ``uncertain``."""
+    """``confirmed`` if the user vouched for it, ``likely`` from 0.85 up, else ``uncertain``."""
     if record.authority in _CONFIRMING_AUTHORITIES:
         return Certainty.CONFIRMED
     if record.confidence >= LIKELY_CONFIDENCE:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import NoReturn, TypeVar
 
@@ -19,7 +19,7 @@ from memresolve.errors import InvalidInputError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MICROSECOND = timedelta(microseconds=1)
 
 E = TypeVar("E", bound=Enum)

@@ -40,8 +40,14 @@ from typing import TYPE_CHECKING, Final
 
 from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
 from memresolve._result import RawResolution
-from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
-from memresolve._scopes import scope_id as scope_id
+from memresolve._scopes import (
+    CharacterScope,
+    ConversationScope,
+    SceneScope,
+    Scope,
+    UserScope,
+    scope_id,
+)
 from memresolve._types import Reason, Status
 from memresolve._validate import to_micros
 
@@ -55,10 +61,13 @@ __all__ = [
     "decide",
     "excluded_as_forgotten",
     "excluded_by_status_or_time",
+    "first_exclusion",
     "in_validity_interval",
+    "losers_by_precedence",
     "precedence_key",
     "resolve",
     "resolve_rows",
+    "scope_id",
     "scope_matches",
     "superseded_ids",
 ]
@@ -173,41 +182,58 @@ def precedence_key(record: MemoryRecord) -> tuple[int, int, int, str]:
 # The pipeline -----------------------------------------------------------------------------
 
 
+def first_exclusion(
+    record: MemoryRecord,
+    in_scope: bool,
+    context: RetrievalContext,
+    tombstones: Sequence[ForgetTombstone],
+    hidden: frozenset[str],
+) -> Reason | None:
+    """The reason of the first of stages 1-4 that excludes ``record``, or ``None``."""
+    if not in_scope:
+        return Reason.SCOPE
+    if excluded_by_status_or_time(record, context.now):
+        return Reason.STATUS_OR_TIME
+    if excluded_as_forgotten(record, tombstones):
+        return Reason.FORGOTTEN
+    if record.id in hidden:
+        return Reason.SUPERSEDED
+    return None
+
+
+def losers_by_precedence(survivors: Iterable[MemoryRecord]) -> set[str]:
+    """Stage 5: the ids of every survivor that is not the first of its (scope, key) group."""
+    groups: defaultdict[tuple[Scope, str], list[MemoryRecord]] = defaultdict(list)
+    for record in survivors:
+        groups[(record.scope, record.key)].append(record)
+    losers: set[str] = set()
+    for group in groups.values():
+        winner = min(group, key=precedence_key)
+        losers.update(record.id for record in group if record is not winner)
+    return losers
+
+
 def decide(
     records: Sequence[MemoryRecord],
     context: RetrievalContext,
     tombstones: Sequence[ForgetTombstone],
 ) -> list[Reason | None]:
     """Each record's outcome, by position: its exclusion reason, or ``None`` for a winner."""
-    now = context.now
     in_scope = [scope_matches(record.scope, context) for record in records]
     hidden = superseded_ids(
-        (record for record, scoped in zip(records, in_scope, strict=True) if scoped), now
+        (record for record, scoped in zip(records, in_scope, strict=True) if scoped), context.now
     )
-
-    outcomes: list[Reason | None] = []
-    for record, scoped in zip(records, in_scope, strict=True):
-        if not scoped:
-            outcomes.append(Reason.SCOPE)
-        elif excluded_by_status_or_time(record, now):
-            outcomes.append(Reason.STATUS_OR_TIME)
-        elif excluded_as_forgotten(record, tombstones):
-            outcomes.append(Reason.FORGOTTEN)
-        elif record.id in hidden:
-            outcomes.append(Reason.SUPERSEDED)
-        else:
-            outcomes.append(None)  # a survivor; stage 5 decides below
-
-    groups: defaultdict[tuple[Scope, str], list[int]] = defaultdict(list)
-    for row, outcome in enumerate(outcomes):
-        if outcome is None:
-            groups[(records[row].scope, records[row].key)].append(row)
-    for rows in groups.values():
-        winner = min(rows, key=lambda row: precedence_key(records[row]))
-        for row in rows:
-            if row != winner:
-                outcomes[row] = Reason.LOWER_PRECEDENCE
-    return outcomes
+    outcomes = [
+        first_exclusion(record, scoped, context, tombstones, hidden)
+        for record, scoped in zip(records, in_scope, strict=True)
+    ]
+    losers = losers_by_precedence(
+        record for record, outcome in zip(records, outcomes, strict=True) if outcome is None
+    )
+    return [
+        Reason.LOWER_PRECEDENCE if outcome is None and record.id in losers else outcome
+        for record, outcome in zip(records, outcomes, strict=True)
+    ]
 
 
 def resolve_rows(
@@ -243,6 +269,6 @@ def resolve(
 ) -> Resolution:
     """``memresolve.resolve`` run by this reference, whatever backend is selected."""
     # Imported here: the facade selects among backends, this module among them.
-    from memresolve import _api, reference  # noqa: PLC0415
+    from memresolve import _api, reference  # noqa: PLC0415, PLW0406
 
     return _api.resolve_with(reference, records, context, tombstones)

@@ -1,0 +1,43 @@
+# The two commands of the README. Each does its own set-up, so both work on a
+# fresh machine with only the Rust toolchain and Python 3.11 installed.
+#   make demo   build, then resolve the bundled example story
+#   make test   build, then every check CI runs (.ci/run calls exactly this)
+
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+
+.PHONY: demo test setup lint-python lint-rust test-rust test-python bench
+
+setup:
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,lint]"
+
+demo: setup
+	$(BIN)/memresolve demo
+
+lint-python:
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy --strict python tests benches
+	$(PY) -m mypy.stubtest memresolve._native
+
+lint-rust:
+	cargo fmt --check
+	cargo clippy --all-targets --all-features -- -D warnings
+
+test-rust:
+	cargo test
+
+test-python:
+	MEMRESOLVE_HYPOTHESIS_PROFILE=ci $(PY) -m pytest
+	# The package must work with no compiled module at all.
+	MEMRESOLVE_BACKEND=reference $(PY) -m pytest -q -p no:cacheprovider \
+		tests/test_backend.py tests/test_tutorial.py tests/test_spec_fixes.py
+	# Benchmarks run once each, untimed, so they cannot rot.
+	$(PY) -m pytest -q -p no:cacheprovider benches --benchmark-disable
+
+test: setup lint-python lint-rust test-rust test-python
+
+bench: setup
+	$(PY) -m pytest benches --benchmark-only

@@ -1,0 +1,166 @@
+"""Backend selection, the reference without a compiled module, and the native module's tables."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import memresolve as mr
+from memresolve import _backend, _types
+from memresolve.testing import identifiers
+
+
+def _python(code: str, *, before: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != _backend.ENV_VAR}
+    return subprocess.run(
+        [sys.executable, "-c", before + textwrap.dedent(code)],
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+# Runs before memresolve is imported: makes the compiled module unimportable.
+_WITHOUT_NATIVE = "import sys; sys.modules['memresolve._native'] = None\n"
+# ...or makes it look like a build from other sources.
+_STALE_NATIVE = (
+    "import sys, types; fake = types.ModuleType('memresolve._native');"
+    " fake.__version__ = '0.0.0-stale'; sys.modules['memresolve._native'] = fake\n"
+)
+
+
+def test_backend_name_is_one_of_the_available_backends() -> None:
+    assert mr.backend_name() in _backend.available_backends()
+    assert _backend.available_backends()[0] == "reference"
+
+
+def test_forcing_the_reference_selects_it() -> None:
+    done = _python(
+        "import memresolve as mr; print(mr.backend_name())", MEMRESOLVE_BACKEND="reference"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "reference"
+
+
+def test_forcing_native_selects_it_or_says_why_not() -> None:
+    done = _python("import memresolve as mr; print(mr.backend_name())", MEMRESOLVE_BACKEND="native")
+    if "native" in _backend.available_backends():
+        assert done.stdout.strip() == "native"
+    else:
+        assert done.returncode != 0
+        assert "BackendUnavailableError" in done.stderr
+        assert "memresolve._native" in done.stderr
+
+
+def test_an_unknown_backend_name_is_an_error_at_import() -> None:
+    done = _python("import memresolve", MEMRESOLVE_BACKEND="fortran")
+    assert done.returncode != 0
+    assert "BackendUnavailableError" in done.stderr
+    assert "'fortran'" in done.stderr
+
+
+def test_the_reference_works_with_no_compiled_module() -> None:
+    done = _python(
+        """
+        import memresolve as mr, memresolve.reference
+        from memresolve._cli import main
+        assert mr.backend_name() == "reference"
+        assert main(["demo", "--format", "json"]) == 0
+        """,
+        before=_WITHOUT_NATIVE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 3
+
+
+def test_forcing_native_without_a_compiled_module_says_it_is_not_built() -> None:
+    done = _python("import memresolve", before=_WITHOUT_NATIVE, MEMRESOLVE_BACKEND="native")
+    assert done.returncode != 0
+    assert "memresolve._native is not built" in done.stderr
+
+
+def test_a_stale_native_build_warns_and_falls_back_under_auto() -> None:
+    done = _python(
+        """
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import memresolve as mr
+        assert mr.backend_name() == "reference", mr.backend_name()
+        print(caught[0].category.__name__, caught[0].message)
+        """,
+        before=_STALE_NATIVE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("RuntimeWarning")
+    assert "0.0.0-stale" in done.stdout
+
+
+def test_a_stale_native_build_is_an_error_when_forced() -> None:
+    done = _python("import memresolve", before=_STALE_NATIVE, MEMRESOLVE_BACKEND="native")
+    assert done.returncode != 0
+    assert "rebuild it" in done.stderr
+
+
+def test_get_backend_rejects_unknown_names() -> None:
+    with pytest.raises(mr.BackendUnavailableError):
+        _backend.get_backend("gpu")
+
+
+# The compiled module ----------------------------------------------------------------------
+
+native = _backend.native_module()
+needs_native = pytest.mark.skipif(native is None, reason="memresolve._native is not built")
+
+
+@needs_native
+def test_native_module_is_the_packages_version() -> None:
+    assert native is not None
+    assert native.__version__ == mr.__version__
+
+
+@needs_native
+def test_native_code_tables_match_the_python_ones() -> None:
+    assert native is not None
+    assert tuple(native.SCOPE_KIND_NAMES) == _types.SCOPE_KIND_NAMES
+    assert tuple(native.STATUS_NAMES) == _types.STATUS_NAMES
+    assert tuple(native.AUTHORITY_NAMES) == _types.AUTHORITY_NAMES
+    assert tuple(native.REASON_NAMES) == _types.REASON_NAMES
+    assert native.RESOLVER_VERSION == mr.RESOLVER_VERSION
+    scope_kinds = tuple(
+        t.kind for t in (mr.UserScope, mr.CharacterScope, mr.ConversationScope, mr.SceneScope)
+    )
+    assert scope_kinds == _types.SCOPE_KIND_NAMES
+
+
+@needs_native
+@given(
+    kind=st.sampled_from(_types.SCOPE_KIND_NAMES),
+    ids=st.lists(identifiers(6), min_size=2, max_size=2),
+)
+def test_native_scope_id_equals_the_reference(kind: str, ids: list[str]) -> None:
+    assert native is not None
+    scope: mr.Scope
+    if kind == "user":
+        scope = mr.UserScope(ids[0])
+    elif kind == "character":
+        scope = mr.CharacterScope(*ids)
+    elif kind == "conversation":
+        scope = mr.ConversationScope(ids[0])
+    else:
+        scope = mr.SceneScope(*ids)
+    assert native.scope_id(kind, list(scope.fields)) == mr.scope_id(scope)
+
+
+@needs_native
+def test_native_scope_id_rejects_an_unknown_kind() -> None:
+    assert native is not None
+    with pytest.raises(mr.InvalidInputError, match="unknown scope kind"):
+        native.scope_id("team", ["t"])

@@ -1,0 +1,165 @@
+"""JSON Lines: lossless round trips, and strict reading with errors that name line and field."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+
+import memresolve as mr
+from memresolve.testing import Scenario, scenarios
+from story import ADA, captain_rowan, context, corrected_marlowe, day, forget, raincoat_scene
+
+
+@given(scenario=scenarios())
+def test_round_trip_through_json_lines_is_lossless(scenario: Scenario) -> None:
+    records, contexts, tombstones = io.StringIO(), io.StringIO(), io.StringIO()
+    mr.write_records(scenario.records, records)
+    mr.write_contexts([scenario.context], contexts)
+    mr.write_tombstones(scenario.tombstones, tombstones)
+    for stream in (records, contexts, tombstones):
+        stream.seek(0)
+    read = mr.read_records(records)
+    assert read == list(scenario.records)
+    # Offsets survive too, not only instants: a migrated record keeps its zone.
+    assert [r.valid_from.utcoffset() for r in read] == [
+        r.valid_from.utcoffset() for r in scenario.records
+    ]
+    assert mr.read_contexts(contexts) == [scenario.context]
+    assert mr.read_tombstones(tombstones) == list(scenario.tombstones)
+
+
+def test_files_round_trip_and_blank_lines_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    mr.write_records([corrected_marlowe, raincoat_scene, captain_rowan], path)
+    path.write_text(path.read_text(encoding="utf-8") + "\n   \n", encoding="utf-8")
+    assert mr.read_records(path) == [corrected_marlowe, raincoat_scene, captain_rowan]
+
+
+def test_records_are_written_one_object_per_line_with_tutorial_vocabulary() -> None:
+    out = io.StringIO()
+    mr.write_records([corrected_marlowe], out)
+    (line,) = out.getvalue().splitlines()
+    obj = json.loads(line)
+    assert obj["scope"] == {"kind": "user", "user_id": "u-ada"}
+    assert obj["authority"] == "user-corrected"
+    assert obj["valid_from"] == "2026-07-02T00:00:00+00:00"
+
+
+def test_z_suffix_and_offsets_are_read() -> None:
+    line = (
+        json.dumps(
+            {
+                "now": "2026-07-30T14:00:00+02:00",
+                "user_id": "u",
+                "character_id": "c",
+                "conversation_id": "k",
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "now": "2026-07-30T12:00:00Z",
+                "user_id": "u",
+                "character_id": "c",
+                "conversation_id": "k",
+                "scene_id": None,
+            }
+        )
+    )
+    first, second = mr.read_contexts(io.StringIO(line))
+    assert first == second
+
+
+def _record_line(**changes: object) -> str:
+    obj: dict[str, object] = {
+        "id": "m1",
+        "key": "pet.name",
+        "value": "Marlowe",
+        "scope": {"kind": "user", "user_id": "u-ada"},
+        "status": "active",
+        "authority": "user-corrected",
+        "confidence": 1.0,
+        "valid_from": "2026-07-02T00:00:00+00:00",
+        "version": 2,
+    }
+    obj.update(changes)
+    return json.dumps({k: v for k, v in obj.items() if v is not _DROP})
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"valid_from": "2026-07-02T00:00:00"}, "valid_from"),
+        ({"valid_from": "yesterday"}, "valid_from"),
+        ({"valid_from": 1780000000}, "valid_from"),
+        ({"valid_until": "2026-07-02"}, "valid_until"),
+        ({"confidence": float("nan")}, "confidence"),
+        ({"version": 1.5}, "version"),
+        ({"version": 2**63}, "version"),
+        ({"status": "archived"}, "status"),
+        ({"key": _DROP}, "key"),
+        ({"valid_untill": None}, "valid_untill"),
+        ({"scope": {"kind": "user"}}, "scope.user_id"),
+        ({"scope": {"kind": "team", "team_id": "t"}}, "scope.kind"),
+        ({"scope": {"kind": "user", "user_id": "u", "character_id": "c"}}, "scope.character_id"),
+        ({"scope": {"kind": "user", "user_id": ""}}, "scope.user_id"),
+        ({"scope": "user:u-ada"}, "scope"),
+        ({"source_message_ids": "msg-1"}, "source_message_ids"),
+    ],
+)
+def test_bad_record_lines_name_line_record_and_field(
+    changes: dict[str, object], field: str
+) -> None:
+    text = _record_line(id="m0") + "\n\n" + _record_line(**changes) + "\n"
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_records(io.StringIO(text))
+    error = caught.value
+    assert (error.line, error.record_id, error.field) == (3, "m1", field)
+    assert "line 3" in str(error)
+
+
+def test_not_json_and_not_an_object_are_reported_with_the_line() -> None:
+    with pytest.raises(mr.InvalidInputError, match="line 1: not valid JSON"):
+        mr.read_records(io.StringIO("{oops\n"))
+    with pytest.raises(mr.InvalidInputError, match="expected a JSON object, got array"):
+        mr.read_records(io.StringIO("[1, 2]\n"))
+
+
+def test_duplicate_keys_in_an_object_are_rejected() -> None:
+    line = _record_line()[:-1] + ', "version": 3}'
+    with pytest.raises(mr.InvalidInputError, match="'version' appears twice") as caught:
+        mr.read_records(io.StringIO(line))
+    assert caught.value.field == "version"
+
+
+def test_tombstones_and_contexts_are_strict_too() -> None:
+    good = io.StringIO()
+    mr.write_tombstones([forget("pet.name", ADA, day(20))], good)
+    obj = json.loads(good.getvalue())
+    obj["forgotten_at"] = "2026-07-20T10:00:00"
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_tombstones(io.StringIO(json.dumps(obj)))
+    assert caught.value.field == "forgotten_at"
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_contexts(io.StringIO(json.dumps({"now": "2026-07-30T12:00:00Z"})))
+    assert caught.value.field == "user_id"
+    assert mr.read_contexts(
+        io.StringIO(
+            json.dumps(
+                {
+                    "now": "2026-07-30T12:00:00Z",
+                    "user_id": "u-ada",
+                    "character_id": "c-rowan",
+                    "conversation_id": "k-harbor-nights",
+                    "scene_id": "s-raincoat",
+                }
+            )
+        )
+    ) == [context()]

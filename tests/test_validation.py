@@ -1,0 +1,234 @@
+"""Bad input: every rule of SPEC §1 and §5 is an InvalidInputError naming the record and field."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from typing import Any
+
+import pytest
+
+import memresolve as mr
+from conftest import Resolve
+from story import ADA, context, day, record
+
+NAIVE = datetime(2026, 7, 1, 12, 0)
+
+
+class _NoOffset(tzinfo):
+    """A tzinfo that does not know its offset: the datetime is naive in Python's terms."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> str | None:
+        return None
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+BAD_RECORD_FIELDS: list[tuple[str, Any]] = [
+    ("key", ""),
+    ("key", 7),
+    ("key", "pet\ud800name"),
+    ("value", None),
+    ("value", b"bytes"),
+    ("value", "lone \udfff surrogate"),
+    ("scope", "user:u-ada"),
+    ("scope", {"kind": "user", "user_id": "u-ada"}),
+    ("status", "archived"),
+    ("status", "Active"),
+    ("status", 0),
+    ("status", mr.Reason.SCOPE),
+    ("authority", "user"),
+    ("authority", None),
+    ("confidence", math.nan),
+    ("confidence", math.inf),
+    ("confidence", -math.inf),
+    ("confidence", -0.01),
+    ("confidence", 1.0000001),
+    ("confidence", 2),
+    ("confidence", True),
+    ("confidence", "0.5"),
+    ("confidence", None),
+    ("valid_from", NAIVE),
+    ("valid_from", datetime(2026, 7, 1, tzinfo=_NoOffset())),
+    ("valid_from", date(2026, 7, 1)),
+    ("valid_from", "2026-07-01T00:00:00Z"),
+    ("valid_from", 1_780_000_000),
+    ("valid_until", NAIVE),
+    ("observed_at", NAIVE),
+    ("source_message_ids", "msg-1"),
+    ("source_message_ids", ["msg-1", 2]),
+    ("source_message_ids", ["msg-1", ""]),
+    ("source_message_ids", ["\ud83d"]),
+    ("source_message_ids", 5),
+    ("supersedes", ""),
+    ("supersedes", 3),
+    ("supersedes", "\udc00"),
+    ("version", 2**63),
+    ("version", -(2**63) - 1),
+    ("version", 1.0),
+    ("version", True),
+    ("version", "2"),
+    ("version", None),
+]
+
+
+@pytest.mark.parametrize(("field", "bad"), BAD_RECORD_FIELDS)
+def test_bad_record_field_names_the_record_and_field(field: str, bad: Any) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record("mem-7", **{field: bad})
+    error = caught.value
+    assert error.record_id == "mem-7"
+    assert error.field is not None
+    assert error.field.split("[")[0] == field  # items are named too: source_message_ids[1]
+    assert "'mem-7'" in str(error)
+    assert field in str(error)
+
+
+@pytest.mark.parametrize("bad_id", ["", None, 42, "id\ud800"])
+def test_bad_record_id_is_rejected(bad_id: Any) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record(bad_id)
+    assert caught.value.field == "id"
+    assert caught.value.record_id is None
+
+
+def test_messages_never_quote_the_value() -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record("m", value="secret \ud800 text")
+    assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("version", [2**63 - 1, -(2**63), 0])
+def test_versions_at_the_ends_of_int64_are_accepted(version: int) -> None:
+    assert record("m", version=version).version == version
+
+
+@pytest.mark.parametrize("confidence", [0, 1, 0.0, 1.0, 5e-324])
+def test_confidence_bounds_are_inclusive_and_ints_become_floats(confidence: float) -> None:
+    checked = record("m", confidence=confidence).confidence
+    assert type(checked) is float
+    assert checked == confidence
+
+
+def test_enum_strings_and_members_are_both_accepted() -> None:
+    by_string = record("m", status="expired", authority="user-confirmed")
+    by_member = record("m", status=mr.Status.EXPIRED, authority=mr.Authority.USER_CONFIRMED)
+    assert by_string == by_member
+    assert by_string.status is mr.Status.EXPIRED
+
+
+def test_sequences_are_normalised_to_tuples() -> None:
+    assert record("m", source_message_ids=["a", "b"]).source_message_ids == ("a", "b")
+
+
+def test_str_subclasses_become_plain_str() -> None:
+    class Shouty(str):
+        def __lt__(self, other: object) -> bool:
+            return False
+
+    checked = record(Shouty("m"), key=Shouty("k"))
+    assert type(checked.id) is str
+    assert type(checked.key) is str
+
+
+@pytest.mark.parametrize(
+    ("scope_type", "args", "field"),
+    [
+        (mr.UserScope, ("",), "user_id"),
+        (mr.UserScope, (None,), "user_id"),
+        (mr.CharacterScope, ("u", ""), "character_id"),
+        (mr.CharacterScope, ("\ud800", "c"), "user_id"),
+        (mr.ConversationScope, (3,), "conversation_id"),
+        (mr.SceneScope, ("k", ""), "scene_id"),
+    ],
+)
+def test_bad_scope_ids_are_rejected(scope_type: Any, args: tuple[Any, ...], field: str) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        scope_type(*args)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("now", NAIVE),
+        ("now", None),
+        ("now", "2026-07-30"),
+        ("user_id", ""),
+        ("character_id", None),
+        ("conversation_id", "\ud800"),
+        ("scene_id", ""),
+        ("scene_id", 1),
+    ],
+)
+def test_bad_context_field_is_rejected(field: str, bad: Any) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        context(**{field: bad})
+    assert caught.value.field == field
+    assert str(caught.value).startswith("context: ")
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("key", ""),
+        ("scope", "user:u-ada"),
+        ("forgotten_at", NAIVE),
+        ("blocks_sources_before", NAIVE),
+        ("blocks_sources_before", None),
+    ],
+)
+def test_bad_tombstone_field_is_rejected(field: str, bad: Any) -> None:
+    fields: dict[str, Any] = {
+        "key": "pet.name",
+        "scope": ADA,
+        "forgotten_at": day(20),
+        "blocks_sources_before": day(20),
+        field: bad,
+    }
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.ForgetTombstone(**fields)
+    assert caught.value.field == field
+
+
+def test_duplicate_ids_in_one_call_are_rejected(resolve: Resolve) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        resolve([record("a"), record("dup"), record("dup", version=2)], context())
+    assert (caught.value.record_id, caught.value.field) == ("dup", "id")
+    assert "records[1] and records[2]" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("records", "the_context", "tombstones"),
+    [
+        ([{"id": "m"}], context(), ()),
+        (None, context(), ()),
+        ("m1", context(), ()),
+        ([record("m")], {"now": day(1)}, ()),
+        ([record("m")], context(), [("pet.name", "user:u-ada")]),
+        ([record("m")], context(), None),
+    ],
+)
+def test_wrong_types_in_a_call_are_rejected(
+    resolve: Resolve, records: Any, the_context: Any, tombstones: Any
+) -> None:
+    with pytest.raises(mr.InvalidInputError):
+        resolve(records, the_context, tombstones=tombstones)
+
+
+def test_equal_instants_in_other_offsets_are_equal_records() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    assert record("m", valid_from=day(1)) == record("m", valid_from=day(1).astimezone(plus_two))
+
+
+def test_invalid_input_error_is_a_value_error_and_pickles_with_its_facts() -> None:
+    with pytest.raises(ValueError, match="confidence") as caught:
+        record("m", confidence=math.nan)
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert isinstance(copy, mr.InvalidInputError)
+    assert (copy.record_id, copy.field, str(copy)) == ("m", "confidence", str(caught.value))
