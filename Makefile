@@ -11,7 +11,7 @@ PY := $(BIN)/python
 
 setup:
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[test,lint]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test,lint]"
 
 demo: setup
 	$(BIN)/memresolve demo
@@ -31,7 +31,8 @@ test-rust:
 
 test-python:
 	MEMRESOLVE_HYPOTHESIS_PROFILE=ci $(PY) -m pytest
-	# The package must work with no compiled module at all.
+	# Forced to the reference, as a user without the extension would run (test_backend
+	# also runs the package with the compiled module made unimportable).
 	MEMRESOLVE_BACKEND=reference $(PY) -m pytest -q -p no:cacheprovider \
 		tests/test_backend.py tests/test_tutorial.py tests/test_spec_fixes.py
 	# Benchmarks run once each, untimed, so they cannot rot.

@@ -29,7 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "memresolve.testing needs Hypothesis: pip install 'memresolve[testing]'"
+    ) from exc
 
 from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
 from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
