@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from wikidata import on, statements
 
 import memresolve as mr
 from conftest import Resolve
+from wikidata import on, statements
 
 US, DOUGLAS_ADAMS = "Q30", "Q42"
 HEAD_OF_GOVERNMENT, CAPITAL, POPULATION, SPOUSE = "P6", "P36", "P1082", "P26"
