@@ -163,3 +163,28 @@ def test_tombstones_and_contexts_are_strict_too() -> None:
             )
         )
     ) == [context()]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _record_line(scope={"kind": ["user"], "user_id": "u"}),
+        _record_line(scope={"kind": {"k": 1}, "user_id": "u"}),
+        '{"id": "m1", "version": ' + "9" * 5000 + "}",
+        "[" * 100_000 + "]" * 100_000,
+        _record_line(valid_from="2026-01-01T00:00:00xZ"),
+        _record_line(valid_from="2026-01-01T00:00:00\u0000Z"),
+    ],
+)
+def test_hostile_lines_are_invalid_input(line: str) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_records(io.StringIO(line + "\n"))
+    assert caught.value.line == 1
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(_record_line().encode() + b"\n" + b'{"id": "\xff"}\n')
+    with pytest.raises(mr.InvalidInputError, match="UTF-8") as caught:
+        mr.read_records(path)
+    assert caught.value.line == 2

@@ -8,8 +8,9 @@ import os
 import random
 import subprocess
 import sys
-from datetime import timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import memresolve as mr
 from conftest import Resolve
@@ -270,3 +271,22 @@ def test_workers_in_other_time_zones_and_locales_print_identical_decisions(
         outputs.append(completed.stdout)
     assert outputs[0].count("\n") == 2
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_instants_in_a_zone_resolve_as_the_instants_they_name_across_a_dst_change(
+    resolve: Resolve,
+) -> None:
+    # 01:45 (first pass, EDT) is 05:45Z; 01:15 (second pass, EST, fold=1) is 06:15Z.
+    # Within one ZoneInfo Python compares wall clocks and would call 01:45 later.
+    new_york = ZoneInfo("America/New_York")
+    starts = datetime(2026, 11, 1, 1, 45, tzinfo=new_york)
+    now = datetime(2026, 11, 1, 1, 15, fold=1, tzinfo=new_york)
+    assert starts > now  # the pitfall, in plain Python
+    migrated = resolve([record("m", valid_from=starts)], context(now=now))
+    in_utc = resolve(
+        [record("m", valid_from=starts.astimezone(UTC))], context(now=now.astimezone(UTC))
+    )
+    assert migrated.is_active("m")
+    assert in_utc.is_active("m")
+    moved = record_from_json(json.loads(json.dumps(record_to_json(record("m", valid_from=starts)))))
+    assert moved == record("m", valid_from=starts)

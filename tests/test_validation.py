@@ -211,7 +211,7 @@ def test_duplicate_ids_in_one_call_are_rejected(resolve: Resolve) -> None:
         ("m1", context(), ()),
         ([record("m")], {"now": day(1)}, ()),
         ([record("m")], context(), [("pet.name", "user:u-ada")]),
-        ([record("m")], context(), None),
+        ([record("m")], context(), 5),
     ],
 )
 def test_wrong_types_in_a_call_are_rejected(
@@ -232,3 +232,85 @@ def test_invalid_input_error_is_a_value_error_and_pickles_with_its_facts() -> No
     copy = pickle.loads(pickle.dumps(caught.value))
     assert isinstance(copy, mr.InvalidInputError)
     assert (copy.record_id, copy.field, str(copy)) == ("m", "confidence", str(caught.value))
+
+
+def test_no_tombstones_may_be_given_as_none(resolve: Resolve) -> None:
+    assert resolve([record("m")], context(), tombstones=None).is_active("m")
+
+
+# Found in review: each was accepted, or escaped as another exception ------------------------
+
+
+class _RaisingOffset(_NoOffset):
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        raise RuntimeError("tz database unavailable")
+
+
+class _SometimesNaive(_NoOffset):
+    """Aware at construction, naive afterwards: must be pinned when the record is built."""
+
+    calls = 0
+
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        _SometimesNaive.calls += 1
+        return timedelta(hours=1) if _SometimesNaive.calls == 1 else None
+
+
+def test_a_time_zone_that_raises_is_invalid_input() -> None:
+    with pytest.raises(mr.InvalidInputError, match="utcoffset"):
+        record("m", valid_from=datetime(2026, 7, 1, tzinfo=_RaisingOffset()))
+
+
+def test_instants_are_pinned_to_their_offset_at_construction(resolve: Resolve) -> None:
+    pinned = record("m", valid_from=datetime(2026, 7, 1, tzinfo=_SometimesNaive()))
+    assert pinned.valid_from.utcoffset() == timedelta(hours=1)
+    assert type(pinned.valid_from.tzinfo) is timezone
+    assert resolve([pinned], context()).is_active("m")
+
+
+@pytest.mark.parametrize(
+    ("field", "huge"),
+    [("version", 10**5000), ("confidence", -(10**5000))],
+    ids=["version", "confidence"],
+)
+def test_huge_integers_are_reported_not_printed(field: str, huge: int) -> None:
+    with pytest.raises(mr.InvalidInputError, match="bits") as caught:
+        record("m", **{field: huge})
+    assert caught.value.field == field
+
+
+def test_numeric_subclasses_are_judged_by_their_value() -> None:
+    class Sneaky(float):
+        def __float__(self) -> float:
+            return 5.0
+
+    class Wide(int):
+        def __int__(self) -> int:
+            return 2**70
+
+    checked = record("m", confidence=Sneaky(0.5), version=Wide(3))
+    assert (checked.confidence, type(checked.confidence)) == (0.5, float)
+    assert (checked.version, type(checked.version)) == (3, int)
+
+
+def test_a_str_subclass_cannot_hide_a_lone_surrogate() -> None:
+    class Quiet(str):
+        def encode(self, *args: Any, **kwargs: Any) -> bytes:
+            return b""
+
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record("m", key=Quiet("k\ud800"))
+    assert caught.value.field == "key"
+
+
+def test_scope_subclasses_are_rejected() -> None:
+    class Posing(mr.UserScope):
+        kind = "character"
+
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record("m", scope=Posing("u"))
+    assert caught.value.field == "scope"
+    with pytest.raises(mr.InvalidInputError):
+        mr.ForgetTombstone(
+            key="k", scope=Posing("u"), forgotten_at=day(1), blocks_sources_before=day(1)
+        )

@@ -21,7 +21,7 @@ def resolve(
     records: Iterable[MemoryRecord],
     context: RetrievalContext,
     *,
-    tombstones: Iterable[ForgetTombstone] = (),
+    tombstones: Iterable[ForgetTombstone] | None = (),
 ) -> Resolution:
     """Decide which candidate records are true now in ``context``.
 
@@ -41,7 +41,7 @@ def resolve_with(
     kernel: Kernel,
     records: Iterable[MemoryRecord],
     context: RetrievalContext,
-    tombstones: Iterable[ForgetTombstone],
+    tombstones: Iterable[ForgetTombstone] | None,
 ) -> Resolution:
     """``resolve`` with an explicit kernel (the reference's own ``resolve`` uses this)."""
     rows = _checked_records(records)
@@ -79,7 +79,11 @@ def _checked_records(records: Iterable[MemoryRecord]) -> tuple[MemoryRecord, ...
     return rows
 
 
-def _checked_tombstones(tombstones: Iterable[ForgetTombstone]) -> tuple[ForgetTombstone, ...]:
+def _checked_tombstones(
+    tombstones: Iterable[ForgetTombstone] | None,
+) -> tuple[ForgetTombstone, ...]:
+    if tombstones is None:  # as in the batch form's signature (SPEC §4)
+        return ()
     if isinstance(tombstones, str | bytes) or not isinstance(tombstones, Iterable):
         raise InvalidInputError(
             f"tombstones: expected an iterable of ForgetTombstone, got {type(tombstones).__name__}",

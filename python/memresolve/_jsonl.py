@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -38,6 +39,12 @@ __all__ = [
     "write_records",
     "write_tombstones",
 ]
+
+_ISO_INSTANT = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
+    r"(Z|[+-]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)",
+    re.ASCII,
+)
 
 Source: TypeAlias = str | os.PathLike[str] | IO[str]
 JsonObject: TypeAlias = dict[str, Any]
@@ -83,6 +90,9 @@ def _instant_from_json(value: object, subject: Subject, field: str) -> datetime:
         subject.fail(
             field, f"must be an ISO-8601 string with a UTC offset, got {_json_type(value)}"
         )
+    # fromisoformat alone accepts oddities such as trailing junk before "Z".
+    if _ISO_INSTANT.fullmatch(value) is None:
+        subject.fail(field, f"is not an ISO-8601 date-time with a UTC offset: {value!r}")
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
@@ -129,7 +139,7 @@ def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Sc
     if not isinstance(value, dict) or "kind" not in value:
         nested.fail(field, "must be an object with a 'kind' and that kind's ids")
     kind = value["kind"]
-    if kind not in _SCOPE_TYPES:
+    if not isinstance(kind, str) or kind not in _SCOPE_TYPES:
         nested.fail(
             f"{field}.kind",
             f"has unknown value {kind!r}; expected one of " + ", ".join(map(repr, _SCOPE_TYPES)),
@@ -259,27 +269,56 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
     return obj
 
 
+def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
+    """(file name, 1-based line number, text) of every line; undecodable bytes are an error."""
+    if isinstance(source, str | os.PathLike):
+        # Decoded line by line, so that a bad byte is reported on its own line.
+        with Path(source).open("rb") as raw:
+            for number, data in enumerate(raw, start=1):
+                try:
+                    yield str(source), number, data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InvalidInputError(
+                        f"{source} line {number}: not valid UTF-8 ({exc.reason})", line=number
+                    ) from None
+        return
+    name = getattr(source, "name", "<stream>")
+    number = 0
+    lines = iter(source)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:  # the stream decodes ahead, in chunks
+            raise InvalidInputError(
+                f"{name} after line {number}: not valid UTF-8 ({exc.reason})", line=number + 1
+            ) from None
+        number += 1
+        yield name, number, line
+
+
 def _read(source: Source, parse: Callable[[object], T]) -> list[T]:
-    items: list[T] = []
-    with _opened(source, "r") as lines:
-        name = getattr(lines, "name", "<stream>")
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append(parse(json.loads(line, object_pairs_hook=_reject_duplicate_keys)))
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(
-                    f"{name} line {number}: not valid JSON ({exc.msg})", line=number
-                ) from None
-            except InvalidInputError as exc:
-                raise InvalidInputError(
-                    f"{name} line {number}: {exc}",
-                    record_id=exc.record_id,
-                    field=exc.field,
-                    line=number,
-                ) from None
-    return items
+    return [
+        _parse_line(line, parse, name, number)
+        for name, number, line in _numbered_lines(source)
+        if line.strip()
+    ]
+
+
+def _parse_line(line: str, parse: Callable[[object], T], name: str, number: int) -> T:
+    try:
+        return parse(json.loads(line, object_pairs_hook=_reject_duplicate_keys))
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"{name} line {number}: {exc}", record_id=exc.record_id, field=exc.field, line=number
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        # Not JSON, or JSON Python will not hold: nesting too deep, a number too long.
+        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise InvalidInputError(
+            f"{name} line {number}: not valid JSON ({problem})", line=number
+        ) from None
 
 
 def _write(items: Iterable[T], destination: Source, to_json: Callable[[T], JsonObject]) -> None:

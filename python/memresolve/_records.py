@@ -22,9 +22,11 @@ _SCOPE_TYPE_NAMES = "UserScope, CharacterScope, ConversationScope or SceneScope"
 
 
 def _scope(value: object, subject: Subject, field_name: str) -> Scope:
-    if not isinstance(value, SCOPE_TYPES):
+    # Exactly these classes: a subclass could change equality or its kind and so
+    # meet, or pose as, another scope.
+    if type(value) not in SCOPE_TYPES:
         subject.fail(field_name, f"must be a {_SCOPE_TYPE_NAMES}, got {type(value).__name__}")
-    return value
+    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True, init=False)

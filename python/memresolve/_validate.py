@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
 from typing import NoReturn, TypeVar
 
@@ -54,14 +54,15 @@ def any_text(value: object, subject: Subject, field: str) -> str:
     """A ``str`` (possibly empty) that is valid Unicode; never quoted in messages."""
     if not isinstance(value, str):
         subject.fail(field, f"must be a str, got {_type_name(value)}")
+    # A subclass may override comparison or encode(); keep only its characters.
+    plain = value if type(value) is str else str.__str__(value)
     try:
-        value.encode("utf-8")
+        plain.encode("utf-8")
     except UnicodeEncodeError as exc:
         subject.fail(
             field, f"contains a lone surrogate at index {exc.start}, which is not valid Unicode"
         )
-    # A str subclass may override comparison; the contract compares code points.
-    return value if type(value) is str else str.__str__(value)
+    return plain
 
 
 def optional_text(value: object, subject: Subject, field: str) -> str | None:
@@ -79,16 +80,36 @@ def text_tuple(value: object, subject: Subject, field: str) -> tuple[str, ...]:
 
 
 def instant(value: object, subject: Subject, field: str) -> datetime:
-    """An aware ``datetime``. A naive one is an error, never silently UTC."""
+    """An aware ``datetime``, pinned to its UTC offset. A naive one is an error, never UTC.
+
+    The result is a plain ``datetime`` with a fixed-offset ``timezone``: the same
+    instant and the same offset as given. Pinning matters because Python compares
+    two datetimes of one ``ZoneInfo`` by wall clock, ignoring ``fold``, so around
+    a daylight-saving change they would not compare as the instants they name.
+    """
     if not isinstance(value, datetime):
         subject.fail(field, f"must be a datetime with a time zone, got {_type_name(value)}")
-    if value.tzinfo is None or value.utcoffset() is None:
+    try:
+        offset = value.utcoffset()
+    except Exception as exc:
+        subject.fail(field, f"has a time zone whose utcoffset() failed: {type(exc).__name__}")
+    if offset is None:
         subject.fail(
             field,
             "is a naive datetime; give it a time zone (for example tzinfo=timezone.utc), "
             "memresolve never assumes one",
         )
-    return value
+    # Rebuilt field by field: no datetime subclass or foreign tzinfo survives.
+    return datetime(
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+        tzinfo=timezone(offset),
+    )
 
 
 def optional_instant(value: object, subject: Subject, field: str) -> datetime | None:
@@ -110,28 +131,38 @@ def enum_member(value: object, enum_type: type[E], subject: Subject, field: str)
         subject.fail(field, f"has unknown value {value!r}; expected one of {allowed}")
 
 
+def _shown(number: int) -> str:
+    # Python refuses to print ints beyond 4,300 digits; say how big instead.
+    return (
+        str(number) if number.bit_length() <= 128 else f"an integer of {number.bit_length()} bits"
+    )
+
+
 def confidence(value: object, subject: Subject, field: str) -> float:
     """A finite number with 0 <= c <= 1, as ``float``. ``bool`` is not a number here."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         subject.fail(field, f"must be a float between 0 and 1, got {_type_name(value)}")
     if isinstance(value, int):
-        if not 0 <= value <= 1:
-            subject.fail(field, f"must be between 0 and 1, got {value}")
-        return float(value)
-    if not math.isfinite(value):
-        subject.fail(field, f"must be a finite number, got {value}")
-    if not 0.0 <= value <= 1.0:
-        subject.fail(field, f"must be between 0 and 1, got {value}")
-    return float(value)
+        whole = int.__int__(value)  # the number itself, whatever a subclass overrides
+        if not 0 <= whole <= 1:
+            subject.fail(field, f"must be between 0 and 1, got {_shown(whole)}")
+        return float(whole)
+    number = float.__float__(value)
+    if not math.isfinite(number):
+        subject.fail(field, f"must be a finite number, got {number}")
+    if not 0.0 <= number <= 1.0:
+        subject.fail(field, f"must be between 0 and 1, got {number}")
+    return number
 
 
 def int64(value: object, subject: Subject, field: str) -> int:
     """An ``int`` (not ``bool``) that fits in signed 64 bits."""
     if isinstance(value, bool) or not isinstance(value, int):
         subject.fail(field, f"must be an int, got {_type_name(value)}")
-    if not INT64_MIN <= value <= INT64_MAX:
-        subject.fail(field, f"must fit in signed 64 bits, got {value}")
-    return int(value)
+    whole = int.__int__(value)
+    if not INT64_MIN <= whole <= INT64_MAX:
+        subject.fail(field, f"must fit in signed 64 bits, got {_shown(whole)}")
+    return whole
 
 
 def to_micros(moment: datetime) -> int:

@@ -9,9 +9,10 @@ Decisions the tutorial leaves open or makes platform-dependent, made here:
 * Strings (ids, keys, scope ids) are compared by Unicode code point, which is
   Python's own ``str`` ordering, never by locale rules (the tutorial's
   ``localeCompare`` can pick different winners on different workers).
-* Instants are compared as aware datetimes, which Python compares by the
-  instant they name, exactly to the microsecond, whatever their UTC offsets.
-  Naive datetimes cannot reach this module: constructors reject them.
+* Instants are compared as aware datetimes. Constructors pin every instant to
+  a fixed UTC offset, so Python compares them by the instant they name, exactly
+  to the microsecond (a ``ZoneInfo`` around a daylight-saving change would
+  compare wall clocks instead). Naive datetimes cannot reach this module.
 * Scopes are compared structurally (equal kind and fields), never through a
   joined string, so ``user "a:b"`` and ``user "a"`` never meet. Grouping and
   tombstone matching both use scope equality.
@@ -59,6 +60,7 @@ __all__ = [
     "bears_supersession_edge",
     "blocked_by_tombstone",
     "decide",
+    "evidence_time",
     "excluded_as_forgotten",
     "excluded_by_status_or_time",
     "first_exclusion",
@@ -122,6 +124,11 @@ def excluded_by_status_or_time(record: MemoryRecord, now: datetime) -> bool:
 # Stage 3: forgetting ----------------------------------------------------------------------
 
 
+def evidence_time(record: MemoryRecord) -> datetime:
+    """When the evidence behind ``record`` was observed: ``observed_at``, else ``valid_from``."""
+    return record.valid_from if record.observed_at is None else record.observed_at
+
+
 def blocked_by_tombstone(record: MemoryRecord, tombstones: Iterable[ForgetTombstone]) -> bool:
     """Some tombstone has the record's key, an equal scope, and evidence up to its bound.
 
@@ -132,7 +139,7 @@ def blocked_by_tombstone(record: MemoryRecord, tombstones: Iterable[ForgetTombst
     return any(
         tombstone.key == record.key
         and tombstone.scope == record.scope
-        and record.evidence_at <= tombstone.blocks_sources_before
+        and evidence_time(record) <= tombstone.blocks_sources_before
         for tombstone in tombstones
     )
 
@@ -265,7 +272,7 @@ def resolve(
     records: Iterable[MemoryRecord],
     context: RetrievalContext,
     *,
-    tombstones: Iterable[ForgetTombstone] = (),
+    tombstones: Iterable[ForgetTombstone] | None = (),
 ) -> Resolution:
     """``memresolve.resolve`` run by this reference, whatever backend is selected."""
     # Imported here: the facade selects among backends, this module among them.
