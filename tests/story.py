@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import dataclasses
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 import memresolve as mr
@@ -82,3 +83,13 @@ captain_rowan = record(
     confidence=1.0,
     valid_from=day(5),
 )
+
+
+def reexpressed(original: mr.MemoryRecord, zone: tzinfo) -> mr.MemoryRecord:
+    """The same record with every instant written in ``zone``, as another store might return it."""
+    return dataclasses.replace(
+        original,
+        valid_from=original.valid_from.astimezone(zone),
+        valid_until=original.valid_until and original.valid_until.astimezone(zone),
+        observed_at=original.observed_at and original.observed_at.astimezone(zone),
+    )

@@ -20,6 +20,7 @@ from memresolve._jsonl import (
 )
 from memresolve.reference import precedence_key
 from memresolve.testing import Scenario, Universe, memory_records, scenarios, scopes, tombstones
+from story import reexpressed
 
 
 def _resolve(resolve: Resolve, scenario: Scenario) -> mr.Resolution:
@@ -160,13 +161,7 @@ def test_migration_through_json_and_other_offsets_changes_nothing(
     zone = timezone(timedelta(hours=hours))
 
     def moved(record: mr.MemoryRecord) -> mr.MemoryRecord:
-        shifted = dataclasses.replace(
-            record,
-            valid_from=record.valid_from.astimezone(zone),
-            valid_until=record.valid_until and record.valid_until.astimezone(zone),
-            observed_at=record.observed_at and record.observed_at.astimezone(zone),
-        )
-        return record_from_json(json.loads(json.dumps(record_to_json(shifted))))
+        return record_from_json(json.loads(json.dumps(record_to_json(reexpressed(record, zone)))))
 
     records = [moved(r) for r in scenario.records]
     forgets = [

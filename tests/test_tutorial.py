@@ -27,6 +27,7 @@ from story import (
     inferred_harbor,
     raincoat_scene,
     record,
+    reexpressed,
 )
 
 # The tutorial's own three tests ----------------------------------------------------------
@@ -187,12 +188,7 @@ def _migrated(records: list[mr.MemoryRecord], seed: int) -> list[mr.MemoryRecord
     moved = []
     for original in shuffle.sample(records, len(records)):
         zone = shuffle.choice(zones)
-        shifted = dataclasses.replace(
-            original,
-            valid_from=original.valid_from.astimezone(zone),
-            valid_until=original.valid_until and original.valid_until.astimezone(zone),
-            observed_at=original.observed_at and original.observed_at.astimezone(zone),
-        )
+        shifted = reexpressed(original, zone)
         moved.append(record_from_json(json.loads(json.dumps(record_to_json(shifted)))))
     return moved
 

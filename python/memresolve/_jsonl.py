@@ -252,9 +252,9 @@ def tombstone_from_json(obj: object) -> ForgetTombstone:
 
 
 @contextmanager
-def _opened(target: Source, mode: str) -> Iterator[IO[str]]:
+def _opened_for_writing(target: Source) -> Iterator[IO[str]]:
     if isinstance(target, str | os.PathLike):
-        with Path(target).open(mode, encoding="utf-8", newline="\n" if "w" in mode else None) as f:
+        with Path(target).open("w", encoding="utf-8", newline="\n") as f:
             yield f
     else:
         yield target
@@ -322,7 +322,7 @@ def _parse_line(line: str, parse: Callable[[object], T], name: str, number: int)
 
 
 def _write(items: Iterable[T], destination: Source, to_json: Callable[[T], JsonObject]) -> None:
-    with _opened(destination, "w") as out:
+    with _opened_for_writing(destination) as out:
         for item in items:
             out.write(json.dumps(to_json(item), ensure_ascii=False, allow_nan=False))
             out.write("\n")

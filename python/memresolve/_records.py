@@ -96,11 +96,6 @@ class MemoryRecord:
         for name, checked in fields.items():
             object.__setattr__(self, name, checked)
 
-    @property
-    def evidence_at(self) -> datetime:
-        """When the evidence behind this record was observed: ``observed_at or valid_from``."""
-        return self.valid_from if self.observed_at is None else self.observed_at
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrievalContext:
