@@ -9,12 +9,13 @@
 //! binding (`memresolve._native`); without it, `cargo test` builds and tests
 //! the core with no Python at all.
 //!
-//! What is here today: the shared vocabulary (the code tables both
-//! implementations agree on) and the injective scope identifier. The resolver
-//! pipeline itself is not implemented in Rust yet; the Python package runs
-//! the reference until it is.
+//! - [`model`]: the shared vocabulary (the code tables both implementations
+//!   agree on) and the injective scope identifier;
+//! - [`resolve`]: the pipeline of `SPEC.md` §2 over a columnar candidate set,
+//!   one module per stage.
 
 pub mod model;
+pub mod resolve;
 
 #[cfg(feature = "python")]
 mod python;

@@ -70,6 +70,14 @@ pub const REASON_NAMES: [&str; 5] = [
 ];
 
 impl ScopeKind {
+    /// Every kind, in code order.
+    pub const ALL: [ScopeKind; 4] = [
+        ScopeKind::User,
+        ScopeKind::Character,
+        ScopeKind::Conversation,
+        ScopeKind::Scene,
+    ];
+
     /// The kind's name, as used in the scope identifier.
     #[must_use]
     pub fn name(self) -> &'static str {

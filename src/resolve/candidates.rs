@@ -1,0 +1,221 @@
+//! The input of one resolution, columnar: one `Vec` per field, strings
+//! borrowed from whoever owns the records (Python objects, Arrow buffers),
+//! instants as `i64` microseconds since the Unix epoch, UTC (`SPEC.md` §1).
+
+use crate::model::{Authority, ScopeKind, Status};
+
+/// A scope, borrowed: its kind and up to two ids. One-field kinds keep `""` in
+/// `second`, so derived equality and hashing are structural (`SPEC.md` §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ScopeRef<'a> {
+    pub kind: ScopeKind,
+    pub first: &'a str,
+    pub second: &'a str,
+}
+
+impl<'a> ScopeRef<'a> {
+    #[must_use]
+    pub fn user(user_id: &'a str) -> Self {
+        Self {
+            kind: ScopeKind::User,
+            first: user_id,
+            second: "",
+        }
+    }
+
+    #[must_use]
+    pub fn character(user_id: &'a str, character_id: &'a str) -> Self {
+        Self {
+            kind: ScopeKind::Character,
+            first: user_id,
+            second: character_id,
+        }
+    }
+
+    #[must_use]
+    pub fn conversation(conversation_id: &'a str) -> Self {
+        Self {
+            kind: ScopeKind::Conversation,
+            first: conversation_id,
+            second: "",
+        }
+    }
+
+    #[must_use]
+    pub fn scene(conversation_id: &'a str, scene_id: &'a str) -> Self {
+        Self {
+            kind: ScopeKind::Scene,
+            first: conversation_id,
+            second: scene_id,
+        }
+    }
+
+    /// The scope's ids in order: one for `user` and `conversation`, two otherwise.
+    pub fn fields(&self) -> impl Iterator<Item = &'a str> {
+        let two_fields = matches!(self.kind, ScopeKind::Character | ScopeKind::Scene);
+        std::iter::once(self.first).chain(two_fields.then_some(self.second))
+    }
+}
+
+/// One candidate, as the pipeline reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub id: &'a str,
+    pub key: &'a str,
+    pub scope: ScopeRef<'a>,
+    pub status: Status,
+    pub authority: Authority,
+    pub version: i64,
+    pub valid_from: i64,
+    pub valid_until: Option<i64>,
+    pub observed_at: Option<i64>,
+    pub supersedes: Option<&'a str>,
+}
+
+/// The candidates of one resolution, one column per field.
+///
+/// Rows are positions; results name candidates by row. Ids must be unique
+/// (`first_duplicate_id` finds a violation); with duplicates the pipeline
+/// still terminates and never panics, but its answer is unspecified.
+#[derive(Clone, Debug, Default)]
+pub struct CandidateSet<'a> {
+    ids: Vec<&'a str>,
+    keys: Vec<&'a str>,
+    scopes: Vec<ScopeRef<'a>>,
+    statuses: Vec<Status>,
+    authorities: Vec<Authority>,
+    versions: Vec<i64>,
+    valid_from: Vec<i64>,
+    valid_until: Vec<Option<i64>>,
+    observed_at: Vec<Option<i64>>,
+    supersedes: Vec<Option<&'a str>>,
+}
+
+impl<'a> CandidateSet<'a> {
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            ids: Vec::with_capacity(capacity),
+            keys: Vec::with_capacity(capacity),
+            scopes: Vec::with_capacity(capacity),
+            statuses: Vec::with_capacity(capacity),
+            authorities: Vec::with_capacity(capacity),
+            versions: Vec::with_capacity(capacity),
+            valid_from: Vec::with_capacity(capacity),
+            valid_until: Vec::with_capacity(capacity),
+            observed_at: Vec::with_capacity(capacity),
+            supersedes: Vec::with_capacity(capacity),
+        }
+    }
+
+    pub fn push(&mut self, record: Record<'a>) {
+        self.ids.push(record.id);
+        self.keys.push(record.key);
+        self.scopes.push(record.scope);
+        self.statuses.push(record.status);
+        self.authorities.push(record.authority);
+        self.versions.push(record.version);
+        self.valid_from.push(record.valid_from);
+        self.valid_until.push(record.valid_until);
+        self.observed_at.push(record.observed_at);
+        self.supersedes.push(record.supersedes);
+    }
+
+    pub fn clear(&mut self) {
+        self.ids.clear();
+        self.keys.clear();
+        self.scopes.clear();
+        self.statuses.clear();
+        self.authorities.clear();
+        self.versions.clear();
+        self.valid_from.clear();
+        self.valid_until.clear();
+        self.observed_at.clear();
+        self.supersedes.clear();
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The candidate at `row`, or `None` past the end.
+    #[must_use]
+    pub fn get(&self, row: usize) -> Option<Record<'a>> {
+        Some(Record {
+            id: self.ids.get(row)?,
+            key: self.keys.get(row)?,
+            scope: *self.scopes.get(row)?,
+            status: *self.statuses.get(row)?,
+            authority: *self.authorities.get(row)?,
+            version: *self.versions.get(row)?,
+            valid_from: *self.valid_from.get(row)?,
+            valid_until: *self.valid_until.get(row)?,
+            observed_at: *self.observed_at.get(row)?,
+            supersedes: *self.supersedes.get(row)?,
+        })
+    }
+
+    /// Every candidate with its row, in row order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, Record<'a>)> + '_ {
+        (0..self.len()).filter_map(|row| self.get(row).map(|record| (row, record)))
+    }
+
+    /// The ids column.
+    #[must_use]
+    pub fn ids(&self) -> &[&'a str] {
+        &self.ids
+    }
+
+    /// The first pair of rows `(earlier, later)` sharing an id, if any.
+    #[must_use]
+    pub fn first_duplicate_id(&self) -> Option<(usize, usize)> {
+        let mut first_row_of = crate::resolve::hash::map_with_capacity(self.len());
+        for (row, id) in self.ids.iter().enumerate() {
+            if let Some(&earlier) = first_row_of.get(id) {
+                return Some((earlier, row));
+            }
+            first_row_of.insert(*id, row);
+        }
+        None
+    }
+}
+
+/// Where and when the records are retrieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context<'a> {
+    pub now: i64,
+    pub user_id: &'a str,
+    pub character_id: &'a str,
+    pub conversation_id: &'a str,
+    pub scene_id: Option<&'a str>,
+}
+
+impl<'a> Context<'a> {
+    /// The one scope of `kind` visible in this context (`None`: a scene
+    /// without a current scene). Every in-scope record has exactly this scope.
+    #[must_use]
+    pub fn scope_of(&self, kind: ScopeKind) -> Option<ScopeRef<'a>> {
+        match kind {
+            ScopeKind::User => Some(ScopeRef::user(self.user_id)),
+            ScopeKind::Character => Some(ScopeRef::character(self.user_id, self.character_id)),
+            ScopeKind::Conversation => Some(ScopeRef::conversation(self.conversation_id)),
+            ScopeKind::Scene => self
+                .scene_id
+                .map(|scene_id| ScopeRef::scene(self.conversation_id, scene_id)),
+        }
+    }
+}
+
+/// A forget: blocks `key` in `scope` for evidence up to `blocks_sources_before`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tombstone<'a> {
+    pub key: &'a str,
+    pub scope: ScopeRef<'a>,
+    pub blocks_sources_before: i64,
+}

@@ -1,0 +1,170 @@
+//! The canonical output order (`SPEC.md` §2): winners by (scope id, key),
+//! exclusions by id, all by code point. Scope ids are compared as the escaped
+//! strings they denote, without building them.
+
+use std::cmp::Ordering;
+
+use super::candidates::{CandidateSet, Context, ScopeRef};
+use crate::model::{Reason, ScopeKind};
+
+/// Compares two scopes by their canonical ids.
+#[must_use]
+pub fn compare_scope_ids(a: &ScopeRef<'_>, b: &ScopeRef<'_>) -> Ordering {
+    if a.kind != b.kind {
+        // Distinct kind names differ before any ':' (no name is a prefix of another).
+        return a.kind.name().cmp(b.kind.name());
+    }
+    if a.first != b.first {
+        let more_fields = b.fields().nth(1).is_some();
+        return compare_escaped(a.first, b.first, more_fields);
+    }
+    compare_escaped(a.second, b.second, false)
+}
+
+/// Compares `escape(a)` with `escape(b)`, each followed by `:` when
+/// `separator_follows`, else by the end of the id. Equal bytes escape equally,
+/// so only the first differing byte (or the end of the shorter field) decides.
+fn compare_escaped(a: &str, b: &str, separator_follows: bool) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let head = |field: &[u8]| match field.get(common) {
+        Some(&byte) => Some(escaped_head(byte)),
+        None => separator_follows.then_some((b':', 0)),
+    };
+    head(a).cmp(&head(b))
+}
+
+/// The first two bytes of a byte's escape: enough to order two different
+/// bytes' escapes (`%3A` and `%25` differ at their second byte).
+fn escaped_head(byte: u8) -> (u8, u8) {
+    match byte {
+        b':' => (b'%', b'3'),
+        b'%' => (b'%', b'2'),
+        other => (other, 0),
+    }
+}
+
+/// The first eight bytes of `text`, big-endian: comparing these integers
+/// orders strings as their bytes do, as long as the prefixes differ.
+fn prefix(text: &str) -> u64 {
+    let mut bytes = [0_u8; 8];
+    for (slot, byte) in bytes.iter_mut().zip(text.as_bytes()) {
+        *slot = *byte;
+    }
+    u64::from_be_bytes(bytes)
+}
+
+fn compare_text(a: (u64, &str), b: (u64, &str)) -> Ordering {
+    a.0.cmp(&b.0)
+        .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
+}
+
+/// Sorts winner rows by (scope id, key).
+///
+/// Winners passed stage 1, so each one's scope is the context's scope of its
+/// kind: ranking the (at most four) scopes of the context once reduces the
+/// order to (kind rank, key).
+pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &mut [usize]) {
+    let mut kinds: Vec<ScopeRef<'_>> = ScopeKind::ALL
+        .iter()
+        .filter_map(|&kind| context.scope_of(kind))
+        .collect();
+    kinds.sort_unstable_by(compare_scope_ids);
+    let mut rank_of_kind = [usize::MAX; 4];
+    for (rank, scope) in kinds.iter().enumerate() {
+        if let Some(slot) = rank_of_kind.get_mut(scope.kind as usize) {
+            *slot = rank;
+        }
+    }
+    // Gathered once, so comparisons read small tuples, not the columns.
+    let mut keyed: Vec<(usize, u64, &str, usize)> = rows
+        .iter()
+        .filter_map(|&row| {
+            let record = candidates.get(row)?;
+            let rank = rank_of_kind.get(record.scope.kind as usize).copied()?;
+            Some((rank, prefix(record.key), record.key, row))
+        })
+        .collect();
+    keyed.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| compare_text((a.1, a.2), (b.1, b.2)))
+    });
+    for (slot, entry) in rows.iter_mut().zip(keyed) {
+        *slot = entry.3;
+    }
+}
+
+/// Sorts excluded rows by id.
+pub fn sort_excluded(candidates: &CandidateSet<'_>, rows: &mut [(usize, Reason)]) {
+    let ids = candidates.ids();
+    let mut keyed: Vec<(u64, &str, usize, Reason)> = rows
+        .iter()
+        .filter_map(|&(row, reason)| ids.get(row).map(|id| (prefix(id), *id, row, reason)))
+        .collect();
+    keyed.sort_unstable_by(|a, b| compare_text((a.0, a.1), (b.0, b.1)));
+    for (slot, (_, _, row, reason)) in rows.iter_mut().zip(keyed) {
+        *slot = (row, reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::scope_id;
+
+    fn all_scopes() -> Vec<ScopeRef<'static>> {
+        let ids = [
+            "", "a", "a:b", "a%3Ab", "a%b", "b", ":", "%", "z", "é", "𝔘", "A",
+        ];
+        let mut scopes = Vec::new();
+        for first in ids {
+            scopes.push(ScopeRef::user(first));
+            scopes.push(ScopeRef::conversation(first));
+            for second in ids {
+                scopes.push(ScopeRef::character(first, second));
+                scopes.push(ScopeRef::scene(first, second));
+            }
+        }
+        scopes
+    }
+
+    #[test]
+    fn byte_prefixes_order_like_the_strings() {
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefgg",
+            "é",
+            "𝔘",
+            "\u{0}",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(
+                    compare_text((prefix(a), a), (prefix(b), b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lazy_comparison_equals_comparing_the_built_ids() {
+        let scopes = all_scopes();
+        for a in &scopes {
+            for b in &scopes {
+                let built_a = scope_id(a.kind, &a.fields().collect::<Vec<_>>());
+                let built_b = scope_id(b.kind, &b.fields().collect::<Vec<_>>());
+                assert_eq!(
+                    compare_scope_ids(a, b),
+                    built_a.cmp(&built_b),
+                    "{built_a} vs {built_b}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Stage 1, `scope`: is a record's scope visible in the context (`SPEC.md` §1)?
+
+use super::candidates::{Context, ScopeRef};
+use crate::model::ScopeKind;
+
+/// Whether a record in `scope` is visible in `context`. Compared field by
+/// field, never through a joined string.
+#[must_use]
+pub fn matches(scope: &ScopeRef<'_>, context: &Context<'_>) -> bool {
+    match scope.kind {
+        ScopeKind::User => scope.first == context.user_id,
+        ScopeKind::Character => {
+            scope.first == context.user_id && scope.second == context.character_id
+        }
+        ScopeKind::Conversation => scope.first == context.conversation_id,
+        // A context with no current scene sees no scene's records.
+        ScopeKind::Scene => context.scene_id.is_some_and(|scene_id| {
+            scope.first == context.conversation_id && scope.second == scene_id
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context(scene_id: Option<&'static str>) -> Context<'static> {
+        Context {
+            now: 0,
+            user_id: "u1",
+            character_id: "c1",
+            conversation_id: "k1",
+            scene_id,
+        }
+    }
+
+    #[test]
+    fn each_kind_matches_on_all_of_its_fields() {
+        let ctx = context(Some("s1"));
+        assert!(matches(&ScopeRef::user("u1"), &ctx));
+        assert!(!matches(&ScopeRef::user("u2"), &ctx));
+        assert!(matches(&ScopeRef::character("u1", "c1"), &ctx));
+        assert!(!matches(&ScopeRef::character("u1", "c2"), &ctx));
+        assert!(!matches(&ScopeRef::character("u2", "c1"), &ctx));
+        assert!(matches(&ScopeRef::conversation("k1"), &ctx));
+        assert!(!matches(&ScopeRef::conversation("k2"), &ctx));
+        assert!(matches(&ScopeRef::scene("k1", "s1"), &ctx));
+        assert!(!matches(&ScopeRef::scene("k1", "s2"), &ctx));
+        assert!(!matches(&ScopeRef::scene("k2", "s1"), &ctx));
+    }
+
+    #[test]
+    fn no_current_scene_sees_no_scene() {
+        assert!(!matches(&ScopeRef::scene("k1", "s1"), &context(None)));
+        assert!(!matches(&ScopeRef::scene("k1", ""), &context(None)));
+    }
+
+    #[test]
+    fn a_user_id_is_not_a_character_id() {
+        // The tutorial's joined strings let "a:b"+"c" meet "a"+"b:c"; fields never do.
+        let ctx = Context {
+            user_id: "a",
+            character_id: "b:c",
+            ..context(None)
+        };
+        assert!(!matches(&ScopeRef::character("a:b", "c"), &ctx));
+        assert!(matches(&ScopeRef::character("a", "b:c"), &ctx));
+    }
+}
