@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import memresolve as mr
-from memresolve import _backend, _types
+from memresolve import _backend, _native_loader, _types
 from memresolve.testing import identifiers
 
 
@@ -116,7 +116,7 @@ def test_get_backend_rejects_unknown_names() -> None:
 
 # The compiled module ----------------------------------------------------------------------
 
-native = _backend.native_module()
+native = _native_loader.module_or_none()
 needs_native = pytest.mark.skipif(native is None, reason="memresolve._native is not built")
 
 

@@ -1,12 +1,23 @@
 """The compiled Rust module (PyO3). Private: import ``memresolve`` instead."""
 
+from collections.abc import Iterable
+from datetime import datetime
+
+from typing_extensions import disjoint_base
+
+from memresolve._records import ForgetTombstone, RetrievalContext
+from memresolve._scopes import Scope
+from memresolve._types import Authority, Status
+
 __all__ = [
     "AUTHORITY_NAMES",
     "REASON_NAMES",
     "RESOLVER_VERSION",
     "SCOPE_KIND_NAMES",
     "STATUS_NAMES",
+    "RecordCore",
     "__version__",
+    "resolve_rows",
     "scope_id",
 ]
 
@@ -19,3 +30,61 @@ REASON_NAMES: list[str]
 
 def scope_id(kind: str, fields: list[str]) -> str:
     """The canonical scope identifier (SPEC §1), computed by the Rust core."""
+
+@disjoint_base
+class RecordCore:
+    """The native storage of ``memresolve.MemoryRecord``: fields checked once, kept twice.
+
+    Python objects for attribute access, and a Rust copy the resolver reads.
+    """
+
+    def __new__(
+        cls,
+        *,
+        id: str,
+        key: str,
+        value: str,
+        scope: Scope,
+        status: Status | str,
+        authority: Authority | str,
+        confidence: float,
+        valid_from: datetime,
+        valid_until: datetime | None = None,
+        source_message_ids: Iterable[str] = ...,
+        supersedes: str | None = None,
+        version: int,
+        observed_at: datetime | None = None,
+    ) -> RecordCore: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def scope(self) -> Scope: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def authority(self) -> Authority: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def valid_from(self) -> datetime: ...
+    @property
+    def valid_until(self) -> datetime | None: ...
+    @property
+    def source_message_ids(self) -> tuple[str, ...]: ...
+    @property
+    def supersedes(self) -> str | None: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def observed_at(self) -> datetime | None: ...
+
+def resolve_rows(
+    records: tuple[object, ...],
+    context: RetrievalContext,
+    tombstones: tuple[ForgetTombstone, ...],
+) -> tuple[list[int], bytes, bytes]:
+    """Active rows, excluded rows (native-endian u32 bytes) and their reason codes."""

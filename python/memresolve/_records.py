@@ -7,16 +7,19 @@ that exists is a valid one, so both backends see exactly the same domain.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any, Self
 
+from memresolve import _native_loader
 from memresolve import _validate as check
 from memresolve._scopes import SCOPE_TYPES, Scope
 from memresolve._types import Authority, Status
 from memresolve._validate import Subject
+from memresolve.errors import InvalidInputError
 
-__all__ = ["ForgetTombstone", "MemoryRecord", "RetrievalContext"]
+__all__ = ["ForgetTombstone", "MemoryRecord", "RecordStorage", "RetrievalContext"]
 
 _SCOPE_TYPE_NAMES = "UserScope, CharacterScope, ConversationScope or SceneScope"
 
@@ -29,8 +32,116 @@ def _scope(value: object, subject: Subject, field_name: str) -> Scope:
     return value  # type: ignore[return-value]
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class MemoryRecord:
+def _status(value: object, subject: Subject, field_name: str) -> Status:
+    return check.enum_member(value, Status, subject, field_name)
+
+
+def _authority(value: object, subject: Subject, field_name: str) -> Authority:
+    return check.enum_member(value, Authority, subject, field_name)
+
+
+# Every field of a record, in the order it is checked, with its rule. The
+# native storage checks in this order too, and calls ``normalize_record_field``
+# for any value its fast paths do not take, so both apply these very rules.
+_RECORD_RULES: dict[str, Callable[[object, Subject, str], object]] = {
+    "id": check.text,
+    "key": check.text,
+    "value": check.any_text,
+    "scope": _scope,
+    "status": _status,
+    "authority": _authority,
+    "confidence": check.confidence,
+    "valid_from": check.instant,
+    "valid_until": check.optional_instant,
+    "source_message_ids": check.text_tuple,
+    "supersedes": check.optional_text,
+    "version": check.int64,
+    "observed_at": check.optional_instant,
+}
+RECORD_FIELDS = tuple(_RECORD_RULES)
+
+
+def _record_subject(record_id: str | None) -> Subject:
+    if record_id is None:
+        return Subject("record")
+    return Subject(f"record {record_id!r}", record_id)
+
+
+def normalize_record_field(record_id: str | None, field_name: str, value: object) -> object:
+    """One field checked by its rule: the normalised value, or ``InvalidInputError``.
+
+    ``record_id`` is the already-checked id, ``None`` while checking the id itself.
+    """
+    return _RECORD_RULES[field_name](value, _record_subject(record_id), field_name)
+
+
+class RecordStorage:
+    """The pure-Python storage of a record: checks every field once, then holds it.
+
+    The twin of the compiled ``memresolve._native.RecordCore``, which stores the
+    same fields natively (and a copy the Rust resolver reads without Python).
+    ``MemoryRecord`` is built on one of the two; both accept exactly the same
+    arguments and raise the same errors.
+    """
+
+    __slots__ = RECORD_FIELDS
+
+    def __new__(
+        cls,
+        *,
+        id: str,
+        key: str,
+        value: str,
+        scope: Scope,
+        status: Status | str,
+        authority: Authority | str,
+        confidence: float,
+        valid_from: datetime,
+        valid_until: datetime | None = None,
+        source_message_ids: Iterable[str] = (),
+        supersedes: str | None = None,
+        version: int,
+        observed_at: datetime | None = None,
+    ) -> Self:
+        given = {
+            "id": id,
+            "key": key,
+            "value": value,
+            "scope": scope,
+            "status": status,
+            "authority": authority,
+            "confidence": confidence,
+            "valid_from": valid_from,
+            "valid_until": valid_until,
+            "source_message_ids": source_message_ids,
+            "supersedes": supersedes,
+            "version": version,
+            "observed_at": observed_at,
+        }
+        self = object.__new__(cls)
+        record_id: str | None = None
+        for name, rule in _RECORD_RULES.items():
+            checked = rule(given[name], _record_subject(record_id), name)
+            if name == "id":
+                record_id = str(checked)
+            object.__setattr__(self, name, checked)
+        return self
+
+
+def _storage_class() -> type[RecordStorage]:
+    native = _native_loader.wanted_module()
+    storage: type[RecordStorage] = RecordStorage if native is None else native.RecordCore
+    return storage
+
+
+if TYPE_CHECKING:
+    _Storage = RecordStorage
+else:
+    _Storage = _storage_class()
+
+
+@dataclass(frozen=True, init=False)
+class MemoryRecord(_Storage):
     """One stored memory: a value for a semantic ``key`` in a ``scope``, with its lifecycle.
 
     All arguments are keyword-only. ``status`` and ``authority`` take an enum
@@ -38,10 +149,16 @@ class MemoryRecord:
     the evidence behind the record was observed (for a summary, its oldest
     source); ``None`` means ``valid_from``.
 
+    Every field is checked once, here; a record that exists is a valid one.
+    With the compiled extension the fields are stored natively as well, so the
+    Rust resolver reads them without touching Python objects.
+
     Raises:
         InvalidInputError: a field breaks a rule of SPEC §1; the error names the
             record id and the field.
     """
+
+    __slots__ = ()
 
     id: str
     key: str
@@ -57,44 +174,57 @@ class MemoryRecord:
     version: int
     observed_at: datetime | None
 
-    def __init__(
-        self,
-        *,
-        id: str,
-        key: str,
-        value: str,
-        scope: Scope,
-        status: Status | str,
-        authority: Authority | str,
-        confidence: float,
-        valid_from: datetime,
-        valid_until: datetime | None = None,
-        source_message_ids: Iterable[str] = (),
-        supersedes: str | None = None,
-        version: int,
-        observed_at: datetime | None = None,
-    ) -> None:
-        record_id = check.text(id, Subject("record"), "id")
-        subject = Subject(f"record {record_id!r}", record_id)
-        fields = {
-            "id": record_id,
-            "key": check.text(key, subject, "key"),
-            "value": check.any_text(value, subject, "value"),
-            "scope": _scope(scope, subject, "scope"),
-            "status": check.enum_member(status, Status, subject, "status"),
-            "authority": check.enum_member(authority, Authority, subject, "authority"),
-            "confidence": check.confidence(confidence, subject, "confidence"),
-            "valid_from": check.instant(valid_from, subject, "valid_from"),
-            "valid_until": check.optional_instant(valid_until, subject, "valid_until"),
-            "source_message_ids": check.text_tuple(
-                source_message_ids, subject, "source_message_ids"
-            ),
-            "supersedes": check.optional_text(supersedes, subject, "supersedes"),
-            "version": check.int64(version, subject, "version"),
-            "observed_at": check.optional_instant(observed_at, subject, "observed_at"),
-        }
-        for name, checked in fields.items():
-            object.__setattr__(self, name, checked)
+    def __reduce__(self) -> tuple[object, ...]:
+        # Rebuilt through the constructor: works for either storage, re-checks on load.
+        return (
+            _rebuild_record,
+            (type(self), {name: getattr(self, name) for name in RECORD_FIELDS}),
+        )
+
+
+def _rebuild_record(cls: type[MemoryRecord], fields: dict[str, Any]) -> MemoryRecord:
+    return cls(**fields)
+
+
+def native_core_of(record: object, row: int) -> object:
+    """The native storage of a candidate the native resolver could not read directly.
+
+    A ``MemoryRecord`` on the pure-Python storage (``MEMRESOLVE_BACKEND=reference``
+    when the records were built) is copied into a ``RecordCore``; anything else
+    is the facade's "not a MemoryRecord" error.
+    """
+    if not isinstance(record, MemoryRecord):
+        raise not_a_record_error(record, row)
+    native = _native_loader.load()
+    return native.RecordCore(**{name: getattr(record, name) for name in RECORD_FIELDS})
+
+
+def not_a_record_error(candidate: object, row: int) -> InvalidInputError:
+    return InvalidInputError(
+        f"records[{row}]: expected a MemoryRecord, got {type(candidate).__name__}",
+        field="records",
+    )
+
+
+def duplicate_id_error(record_id: str, earlier: int, row: int) -> InvalidInputError:
+    return InvalidInputError(
+        f"record {record_id!r}: field 'id' is not unique "
+        f"(records[{earlier}] and records[{row}] share it)",
+        record_id=record_id,
+        field="id",
+    )
+
+
+def check_records(rows: Sequence[object]) -> Sequence[MemoryRecord]:
+    """Every candidate is a ``MemoryRecord`` and no two share an id (the reference's check)."""
+    first_row_of: dict[str, int] = {}
+    for row, record in enumerate(rows):
+        if not isinstance(record, MemoryRecord):
+            raise not_a_record_error(record, row)
+        earlier = first_row_of.setdefault(record.id, row)
+        if earlier != row:
+            raise duplicate_id_error(record.id, earlier, row)
+    return rows  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import FrozenInstanceError, dataclass, field
 
 from memresolve._records import MemoryRecord
-from memresolve._types import Authority, Certainty, Reason
+from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason
 
 __all__ = [
     "Exclusion",
@@ -87,27 +88,118 @@ def to_prompt_memory(record: MemoryRecord) -> PromptMemory:
 class RawResolution:
     """What a backend kernel returns: row indices into its input, already in canonical order.
 
-    ``active`` is ordered by (scope id, key), ``excluded`` by record id, and
-    ``excluded`` pairs a row with its reason's code (its position in ``Reason``).
+    ``active`` is ordered by (scope id, key); ``excluded_rows`` by record id,
+    with ``excluded_codes[i]`` the code of row ``excluded_rows[i]``'s reason
+    (its position in ``Reason``). Kept as compact sequences: the native kernel
+    hands over two ``bytes`` objects instead of one Python object per row.
     """
 
-    active: tuple[int, ...]
-    excluded: tuple[tuple[int, int], ...]
+    active: Sequence[int]
+    excluded_rows: Sequence[int]
+    excluded_codes: bytes
 
 
-@dataclass(frozen=True, slots=True)
+_REASONS = tuple(Reason)
+_FROZEN = "cannot assign to field {!r}: a Resolution is immutable"
+
+
 class Resolution:
     """The decision for one retrieval: the winners, and a reason for every other candidate.
 
     Attributes:
         active: the winners, one per (scope, key), sorted by scope id then key.
-        excluded: one ``Exclusion`` per other candidate, sorted by id.
+        excluded: one ``Exclusion`` per other candidate, sorted by id. Built on
+            first access: a caller that only needs the winners never pays for
+            an object per excluded candidate.
         trace: counts, safe to log.
     """
 
+    __slots__ = ("_candidates", "_excluded", "_excluded_codes", "_excluded_rows", "active", "trace")
+
     active: tuple[MemoryRecord, ...]
-    excluded: tuple[Exclusion, ...]
     trace: Trace
+    _excluded: tuple[Exclusion, ...] | None
+    _candidates: Sequence[MemoryRecord]
+    _excluded_rows: Sequence[int]
+    _excluded_codes: bytes
+
+    def __init__(
+        self, active: Iterable[MemoryRecord], excluded: Iterable[Exclusion], trace: Trace
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "active", tuple(active))
+        set_field(self, "_excluded", tuple(excluded))
+        set_field(self, "trace", trace)
+        set_field(self, "_candidates", ())
+        set_field(self, "_excluded_rows", ())
+        set_field(self, "_excluded_codes", b"")
+
+    @classmethod
+    def from_raw(cls, candidates: Sequence[MemoryRecord], raw: RawResolution) -> Resolution:
+        """The public result of a kernel's rows; ``excluded`` is materialised lazily."""
+        codes = raw.excluded_codes
+        trace = Trace(
+            memory_candidates=len(candidates),
+            memory_active=len(raw.active),
+            excluded_scope=codes.count(_SCOPE),
+            excluded_expired=codes.count(_STATUS_OR_TIME),
+            excluded_forgotten=codes.count(_FORGOTTEN),
+            excluded_superseded=codes.count(_SUPERSEDED),
+            excluded_precedence=codes.count(_LOWER_PRECEDENCE),
+            resolver_version=RESOLVER_VERSION,
+        )
+        self = cls.__new__(cls)
+        set_field = object.__setattr__
+        set_field(self, "active", tuple(map(candidates.__getitem__, raw.active)))
+        set_field(self, "_excluded", None)
+        set_field(self, "trace", trace)
+        set_field(self, "_candidates", candidates)
+        set_field(self, "_excluded_rows", raw.excluded_rows)
+        set_field(self, "_excluded_codes", codes)
+        return self
+
+    @property
+    def excluded(self) -> tuple[Exclusion, ...]:
+        """One ``Exclusion`` per non-winning candidate, sorted by id."""
+        excluded = self._excluded
+        if excluded is None:
+            candidates = self._candidates
+            excluded = tuple(
+                Exclusion(candidates[row].id, _REASONS[code])
+                for row, code in zip(self._excluded_rows, self._excluded_codes, strict=True)
+            )
+            set_field = object.__setattr__
+            set_field(self, "_excluded", excluded)
+            set_field(self, "_candidates", ())  # the records are no longer needed
+            set_field(self, "_excluded_rows", ())
+        return excluded
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(_FROZEN.format(name))
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(_FROZEN.format(name))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Resolution)
+        return (self.active, self.excluded, self.trace) == (
+            other.active,
+            other.excluded,
+            other.trace,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.active, self.excluded, self.trace))
+
+    def __repr__(self) -> str:
+        return (
+            f"Resolution(active={self.active!r}, excluded={self.excluded!r}, trace={self.trace!r})"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Resolution, (self.active, self.excluded, self.trace))
 
     def reason_for(self, record_id: str) -> Reason | None:
         """Why ``record_id`` was excluded, or ``None`` if it is active.
@@ -115,9 +207,10 @@ class Resolution:
         Raises:
             KeyError: ``record_id`` was not among the candidates.
         """
-        position = bisect_left(self.excluded, record_id, key=lambda exclusion: exclusion.id)
-        if position < len(self.excluded) and self.excluded[position].id == record_id:
-            return self.excluded[position].reason
+        excluded = self.excluded
+        position = bisect_left(excluded, record_id, key=lambda exclusion: exclusion.id)
+        if position < len(excluded) and excluded[position].id == record_id:
+            return excluded[position].reason
         if any(record.id == record_id for record in self.active):
             return None
         raise KeyError(record_id)
@@ -129,3 +222,8 @@ class Resolution:
     def prompt_memories(self) -> tuple[PromptMemory, ...]:
         """Every winner projected for the prompt, in ``active`` order."""
         return tuple(map(to_prompt_memory, self.active))
+
+
+_SCOPE, _STATUS_OR_TIME, _FORGOTTEN, _SUPERSEDED, _LOWER_PRECEDENCE = (
+    bytes([code]) for code in range(len(_REASONS))
+)

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext, check_records
 from memresolve._result import RawResolution
 from memresolve._scopes import (
     CharacterScope,
@@ -244,18 +244,19 @@ def decide(
 
 
 def resolve_rows(
-    records: Sequence[MemoryRecord],
+    records: tuple[object, ...],
     context: RetrievalContext,
     tombstones: Sequence[ForgetTombstone],
 ) -> RawResolution:
-    """The backend kernel: ``decide``, then the canonical order of SPEC §2.
+    """The backend kernel: check the candidates, ``decide``, then the canonical order of SPEC §2.
 
-    Inputs are already validated by the facade (types, unique ids).
+    The context and tombstones are already checked by the facade.
     """
-    outcomes = decide(records, context, tombstones)
+    checked = check_records(records)
+    outcomes = decide(checked, context, tombstones)
     active = sorted(
         (row for row, outcome in enumerate(outcomes) if outcome is None),
-        key=lambda row: (scope_id(records[row].scope), records[row].key),
+        key=lambda row: (scope_id(checked[row].scope), checked[row].key),
     )
     excluded = sorted(
         (
@@ -263,9 +264,11 @@ def resolve_rows(
             for row, outcome in enumerate(outcomes)
             if outcome is not None
         ),
-        key=lambda pair: records[pair[0]].id,
+        key=lambda pair: checked[pair[0]].id,
     )
-    return RawResolution(tuple(active), tuple(excluded))
+    return RawResolution(
+        tuple(active), tuple(row for row, _ in excluded), bytes(code for _, code in excluded)
+    )
 
 
 def resolve(

@@ -1,12 +1,18 @@
-//! The `PyO3` binding, `memresolve._native`. Thin by design: it exports the
-//! core's constants so the Python package can check that both sides speak the
-//! same vocabulary and were built from the same version.
+//! The `PyO3` binding, `memresolve._native`. Thin by design: the semantics
+//! live in [`crate::resolve`]; this layer stores records natively
+//! (`record.rs`), reads the other inputs and runs the pipeline (`kernel.rs`).
 
 use pyo3::prelude::*;
+
+mod cache;
+mod convert;
+mod kernel;
+mod record;
 
 // The exception classes are defined once, in Python (memresolve/errors.py), and
 // raised from here as the very same classes.
 pyo3::import_exception!(memresolve.errors, InvalidInputError);
+pyo3::import_exception!(memresolve.errors, InternalError);
 
 #[pymodule(gil_used = false)]
 mod _native {
@@ -18,6 +24,12 @@ mod _native {
     #[pymodule_export]
     #[allow(non_upper_case_globals)] // Python's dunder name, by convention.
     const __version__: &str = env!("CARGO_PKG_VERSION");
+
+    #[pymodule_export]
+    use super::kernel::resolve_rows;
+
+    #[pymodule_export]
+    use super::record::RecordCore;
 
     #[pymodule_export]
     const RESOLVER_VERSION: &str = model::RESOLVER_VERSION;

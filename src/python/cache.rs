@@ -1,0 +1,83 @@
+//! Python objects the binding needs on every call, looked up once per
+//! interpreter: the enum members, the scope classes, the reference's
+//! validation functions (the one set of rules) and the UTC singleton.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+
+use crate::model::ScopeKind;
+
+/// Everything looked up in the `memresolve` package, once.
+pub(crate) struct Package {
+    /// `Status` members in code order.
+    pub statuses: [Py<PyAny>; 4],
+    /// `Authority` members in code order.
+    pub authorities: [Py<PyAny>; 4],
+    /// `UserScope`, `CharacterScope`, `ConversationScope`, `SceneScope`: kind order.
+    pub scope_types: [Py<PyAny>; 4],
+    /// `_records.normalize_record_field(record_id, field, value)`.
+    pub normalize_record_field: Py<PyAny>,
+    /// `_records.native_core_of(record, row)`.
+    pub native_core_of: Py<PyAny>,
+    /// `_records.duplicate_id_error(record_id, earlier, row)`.
+    pub duplicate_id_error: Py<PyAny>,
+    /// `datetime.timezone.utc`.
+    pub utc: Py<PyAny>,
+    /// `()`, the default of `source_message_ids`.
+    pub empty_tuple: Py<PyTuple>,
+}
+
+static PACKAGE: PyOnceLock<Package> = PyOnceLock::new();
+
+fn members(module: &Bound<'_, PyModule>, name: &str) -> PyResult<[Py<PyAny>; 4]> {
+    let mut found = Vec::with_capacity(4);
+    for member in module.getattr(name)?.try_iter()? {
+        found.push(member?.unbind());
+    }
+    found.try_into().map_err(|_| {
+        super::InternalError::new_err(format!("memresolve._types.{name} does not have 4 members"))
+    })
+}
+
+impl Package {
+    fn load(py: Python<'_>) -> PyResult<Self> {
+        let types = py.import("memresolve._types")?;
+        let scopes = py.import("memresolve._scopes")?;
+        let records = py.import("memresolve._records")?;
+        let scope_type = |name: &str| scopes.getattr(name).map(Bound::unbind);
+        Ok(Self {
+            statuses: members(&types, "Status")?,
+            authorities: members(&types, "Authority")?,
+            scope_types: [
+                scope_type("UserScope")?,
+                scope_type("CharacterScope")?,
+                scope_type("ConversationScope")?,
+                scope_type("SceneScope")?,
+            ],
+            normalize_record_field: records.getattr("normalize_record_field")?.unbind(),
+            native_core_of: records.getattr("native_core_of")?.unbind(),
+            duplicate_id_error: records.getattr("duplicate_id_error")?.unbind(),
+            utc: py
+                .import("datetime")?
+                .getattr("timezone")?
+                .getattr("utc")?
+                .unbind(),
+            empty_tuple: PyTuple::empty(py).unbind(),
+        })
+    }
+
+    /// The package's objects, loaded on first use.
+    pub(crate) fn get(py: Python<'_>) -> PyResult<&'static Self> {
+        PACKAGE.get_or_try_init(py, || Self::load(py))
+    }
+
+    /// The kind of a scope object of one of the four exact scope classes.
+    pub(crate) fn scope_kind(&self, scope: &Bound<'_, PyAny>) -> Option<ScopeKind> {
+        let scope_type = scope.get_type();
+        ScopeKind::ALL
+            .into_iter()
+            .zip(&self.scope_types)
+            .find_map(|(kind, candidate)| scope_type.is(candidate).then_some(kind))
+    }
+}

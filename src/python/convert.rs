@@ -1,0 +1,132 @@
+//! Reading Python values the binding accepts without calling back into
+//! Python: exact `str`, exact UTC `datetime`, the scope classes. Anything else
+//! goes to the reference's rules (see `record.rs`).
+
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyDateAccess, PyDateTime, PyDelta, PyDeltaAccess, PyString, PyTimeAccess, PyTzInfoAccess,
+};
+
+use super::cache::Package;
+use crate::model::ScopeKind;
+
+const MICROS_PER_SECOND: i64 = 1_000_000;
+const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_from_march = (month + 9) % 12;
+    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The wall-clock fields of a datetime as microseconds since the epoch, as if UTC.
+fn wall_clock_micros(moment: &Bound<'_, PyDateTime>) -> i64 {
+    let days = days_from_civil(
+        i64::from(moment.get_year()),
+        i64::from(moment.get_month()),
+        i64::from(moment.get_day()),
+    );
+    let seconds = i64::from(moment.get_hour()) * 3_600
+        + i64::from(moment.get_minute()) * 60
+        + i64::from(moment.get_second());
+    // datetime's range (years 1-9999) keeps this far inside i64.
+    days * MICROS_PER_DAY + seconds * MICROS_PER_SECOND + i64::from(moment.get_microsecond())
+}
+
+fn delta_micros(delta: &Bound<'_, PyDelta>) -> i64 {
+    i64::from(delta.get_days()) * MICROS_PER_DAY
+        + i64::from(delta.get_seconds()) * MICROS_PER_SECOND
+        + i64::from(delta.get_microseconds())
+}
+
+/// An exact `datetime` whose tzinfo is `timezone.utc` (and `fold` 0): its
+/// microseconds since the epoch. Such a value is already in the form the reference's rules
+/// produce, so it is stored as given.
+pub(crate) fn utc_datetime_micros(package: &Package, value: &Bound<'_, PyAny>) -> Option<i64> {
+    let moment = value.cast_exact::<PyDateTime>().ok()?;
+    if moment.get_fold() {
+        return None; // the rules rebuild it with fold=0
+    }
+    let tzinfo = moment.get_tzinfo()?;
+    tzinfo.is(&package.utc).then(|| wall_clock_micros(moment))
+}
+
+/// Microseconds since the epoch of an aware `datetime` the reference's rules
+/// produced (a plain `datetime` with a fixed-offset `timezone`).
+pub(crate) fn normalized_datetime_micros(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let moment = value.cast::<PyDateTime>()?;
+    let offset = match moment.call_method0(pyo3::intern!(value.py(), "utcoffset"))? {
+        delta if delta.is_none() => {
+            return Err(super::InternalError::new_err(
+                "a checked instant has no UTC offset",
+            ))
+        }
+        delta => delta_micros(delta.cast::<PyDelta>()?),
+    };
+    Ok(wall_clock_micros(moment) - offset)
+}
+
+/// An exact `str` that is valid Unicode, as UTF-8 (`None`: let the rules decide).
+pub(crate) fn exact_text<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    value.cast_exact::<PyString>().ok()?.to_str().ok()
+}
+
+/// The kind and ids of a scope object of one of the four exact scope classes.
+/// Scope objects are checked when built, so their ids are non-empty `str`.
+pub(crate) fn scope_fields(
+    package: &Package,
+    scope: &Bound<'_, PyAny>,
+) -> PyResult<Option<(ScopeKind, String, String)>> {
+    let py = scope.py();
+    let Some(kind) = package.scope_kind(scope) else {
+        return Ok(None);
+    };
+    let (first, second) = match kind {
+        ScopeKind::User => (pyo3::intern!(py, "user_id"), None),
+        ScopeKind::Character => (
+            pyo3::intern!(py, "user_id"),
+            Some(pyo3::intern!(py, "character_id")),
+        ),
+        ScopeKind::Conversation => (pyo3::intern!(py, "conversation_id"), None),
+        ScopeKind::Scene => (
+            pyo3::intern!(py, "conversation_id"),
+            Some(pyo3::intern!(py, "scene_id")),
+        ),
+    };
+    let read = |name: &Bound<'_, PyString>| -> PyResult<String> {
+        Ok(scope
+            .getattr(name)?
+            .cast::<PyString>()?
+            .to_str()?
+            .to_owned())
+    };
+    let first = read(first)?;
+    let second = match second {
+        Some(name) => read(name)?,
+        None => String::new(),
+    };
+    Ok(Some((kind, first, second)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::days_from_civil;
+
+    #[test]
+    fn civil_days_match_known_dates() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        assert_eq!(days_from_civil(1, 1, 1), -719_162);
+        assert_eq!(days_from_civil(9999, 12, 31), 2_932_896);
+        assert_eq!(
+            days_from_civil(2024, 2, 29) + 1,
+            days_from_civil(2024, 3, 1)
+        );
+    }
+}

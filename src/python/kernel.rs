@@ -1,0 +1,190 @@
+//! `resolve_rows`: the native backend's kernel. Reads the native storage of
+//! each record, the context and the tombstones, runs the Rust pipeline (with
+//! the interpreter released for large inputs) and returns row indices.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+
+use super::cache::Package;
+use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros};
+use super::record::RecordCore;
+use super::{InternalError, InvalidInputError};
+use crate::model::ScopeKind;
+use crate::resolve::{resolve, CandidateSet, Context, ScopeRef, Tombstone, TombstoneIndex};
+
+/// From this many candidates on, the pipeline runs with the interpreter
+/// released: below it, resolving takes about as long as releasing and
+/// re-acquiring, so other threads would gain nothing.
+const DETACH_FROM: usize = 512;
+
+fn instant(package: &Package, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    match utc_datetime_micros(package, value) {
+        Some(micros) => Ok(micros),
+        None => normalized_datetime_micros(value),
+    }
+}
+
+fn text(object: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
+    Ok(object
+        .getattr(name)?
+        .cast::<PyString>()?
+        .to_str()?
+        .to_owned())
+}
+
+/// The context's fields, owned (it is one object per call).
+struct OwnedContext {
+    now: i64,
+    user_id: String,
+    character_id: String,
+    conversation_id: String,
+    scene_id: Option<String>,
+}
+
+impl OwnedContext {
+    fn read(package: &Package, context: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let scene = context.getattr("scene_id")?;
+        Ok(Self {
+            now: instant(package, &context.getattr("now")?)?,
+            user_id: text(context, "user_id")?,
+            character_id: text(context, "character_id")?,
+            conversation_id: text(context, "conversation_id")?,
+            scene_id: if scene.is_none() {
+                None
+            } else {
+                Some(scene.cast::<PyString>()?.to_str()?.to_owned())
+            },
+        })
+    }
+
+    fn borrow(&self) -> Context<'_> {
+        Context {
+            now: self.now,
+            user_id: &self.user_id,
+            character_id: &self.character_id,
+            conversation_id: &self.conversation_id,
+            scene_id: self.scene_id.as_deref(),
+        }
+    }
+}
+
+struct OwnedTombstone {
+    key: String,
+    scope: (ScopeKind, String, String),
+    blocks_sources_before: i64,
+}
+
+impl OwnedTombstone {
+    fn read(package: &Package, tombstone: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let scope = scope_fields(package, &tombstone.getattr("scope")?)?
+            .ok_or_else(|| InternalError::new_err("a checked tombstone has no scope"))?;
+        Ok(Self {
+            key: text(tombstone, "key")?,
+            scope,
+            blocks_sources_before: instant(package, &tombstone.getattr("blocks_sources_before")?)?,
+        })
+    }
+
+    fn borrow(&self) -> Tombstone<'_> {
+        let (kind, first, second) = &self.scope;
+        Tombstone {
+            key: &self.key,
+            scope: ScopeRef {
+                kind: *kind,
+                first,
+                second,
+            },
+            blocks_sources_before: self.blocks_sources_before,
+        }
+    }
+}
+
+/// Every candidate's native storage, in row order. A record on the
+/// pure-Python storage is copied; anything else raises the facade's error
+/// (both through `memresolve._records.native_core_of`).
+fn cores<'py>(
+    package: &Package,
+    records: &Bound<'py, PyTuple>,
+) -> PyResult<Vec<Bound<'py, RecordCore>>> {
+    let py = records.py();
+    let mut cores = Vec::with_capacity(records.len());
+    for (row, candidate) in records.iter().enumerate() {
+        let core = match candidate.cast::<RecordCore>() {
+            // A bare RecordCore is not a MemoryRecord: the fallback rejects it.
+            Ok(core) if !candidate.is_exact_instance_of::<RecordCore>() => core.clone(),
+            _ => package
+                .native_core_of
+                .bind(py)
+                .call1((&candidate, row))?
+                .cast_into::<RecordCore>()
+                .map_err(|_| InternalError::new_err("native_core_of returned something else"))?,
+        };
+        cores.push(core);
+    }
+    Ok(cores)
+}
+
+fn row_number(row: usize) -> PyResult<u32> {
+    u32::try_from(row).map_err(|_| {
+        InvalidInputError::new_err("records: more than 2**32 - 1 candidates in one call")
+    })
+}
+
+/// Resolves checked inputs: `(active rows, excluded rows as native-endian
+/// u32 bytes, excluded reason codes as bytes)`, in the canonical order.
+#[pyfunction]
+pub(crate) fn resolve_rows<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyTuple>,
+    context: &Bound<'py, PyAny>,
+    tombstones: &Bound<'py, PyTuple>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let package = Package::get(py)?;
+    let cores = cores(package, records)?;
+    let mut candidates = CandidateSet::with_capacity(cores.len());
+    for core in &cores {
+        candidates.push(core.get().native().record());
+    }
+    if let Some((earlier, row)) = candidates.first_duplicate_id() {
+        let id = cores.get(row).map(|core| core.get().id_object(py));
+        let error = package
+            .duplicate_id_error
+            .bind(py)
+            .call1((id, earlier, row))?;
+        return Err(PyErr::from_value(error));
+    }
+    let context = OwnedContext::read(package, context)?;
+    let tombstones = tombstones
+        .iter()
+        .map(|tombstone| OwnedTombstone::read(package, &tombstone))
+        .collect::<PyResult<Vec<_>>>()?;
+    let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
+    let run = || {
+        resolve(
+            &candidates,
+            &context.borrow(),
+            &TombstoneIndex::new(&borrowed),
+        )
+    };
+    let resolution = if candidates.len() >= DETACH_FROM {
+        py.detach(run)
+    } else {
+        run()
+    };
+
+    let active = PyList::new(
+        py,
+        resolution
+            .active
+            .iter()
+            .map(|&row| row_number(row))
+            .collect::<PyResult<Vec<u32>>>()?,
+    )?;
+    let mut rows = Vec::with_capacity(resolution.excluded.len() * 4);
+    let mut reasons = Vec::with_capacity(resolution.excluded.len());
+    for &(row, reason) in &resolution.excluded {
+        rows.extend_from_slice(&row_number(row)?.to_ne_bytes());
+        reasons.push(reason as u8);
+    }
+    Ok((active, PyBytes::new(py, &rows), PyBytes::new(py, &reasons)))
+}
