@@ -32,9 +32,11 @@ test-rust:
 test-python:
 	MEMRESOLVE_HYPOTHESIS_PROFILE=ci $(PY) -m pytest
 	# Forced to the reference, as a user without the extension would run (test_backend
-	# also runs the package with the compiled module made unimportable).
+	# also runs the package with the compiled module made unimportable). Records are
+	# then stored in pure Python; test_parity feeds them to the native kernel too.
 	MEMRESOLVE_BACKEND=reference $(PY) -m pytest -q -p no:cacheprovider \
-		tests/test_backend.py tests/test_tutorial.py tests/test_spec_fixes.py
+		tests/test_backend.py tests/test_tutorial.py tests/test_spec_fixes.py \
+		tests/test_parity.py tests/test_parity_records.py
 	# Benchmarks run once each, untimed, so they cannot rot.
 	$(PY) -m pytest -q -p no:cacheprovider benches --benchmark-disable
 

@@ -25,7 +25,12 @@ settings.register_profile(
 settings.register_profile(
     "deep", max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile(os.environ.get("MEMRESOLVE_HYPOTHESIS_PROFILE", "dev"))
+PROFILE = os.environ.get("MEMRESOLVE_HYPOTHESIS_PROFILE", "dev")
+settings.load_profile(PROFILE)
+
+# The differential tests (tests/test_parity*.py) run more examples than the
+# rest: they are the proof that both backends agree. deep = 100,000 per test.
+PARITY_EXAMPLES = {"dev": 300, "ci": 2_000, "deep": 100_000}.get(PROFILE, 300)
 
 Resolve = Callable[..., Resolution]
 

@@ -1,0 +1,298 @@
+"""Differential tests of record construction: native storage vs the pure-Python twin.
+
+``memresolve._native.RecordCore`` and ``memresolve._records.RecordStorage``
+must accept exactly the same arguments, store equal values of equal types,
+and reject everything else with the same ``InvalidInputError`` (message,
+record id and field). Arguments are drawn valid, then some fields are
+replaced by values from a catalogue of bad and awkward ones: wrong types,
+empty strings, lone surrogates, naive and odd datetimes, subclasses that lie
+about their value, numbers outside their range. A ``PanicException`` (a
+``BaseException``) would escape these tests and fail them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memresolve as mr
+from conftest import PARITY_EXAMPLES
+from memresolve._backend import available_backends
+from memresolve._native_loader import module_or_none
+from memresolve._records import RECORD_FIELDS, RecordStorage
+from memresolve.testing import memory_records, universes
+
+pytestmark = pytest.mark.skipif(
+    "native" not in available_backends(), reason="memresolve._native is not built"
+)
+_native = module_or_none()
+
+
+class _Text(str):
+    """A str subclass that lies about equality and its text."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __str__(self) -> str:
+        return "lie"
+
+
+class _Float(float):
+    def __float__(self) -> float:
+        return 5.0
+
+
+class _Int(int):
+    def __int__(self) -> int:
+        return 2**70
+
+
+class _DateTime(datetime):
+    pass
+
+
+class _Zone(tzinfo):
+    def tzname(self, dt: datetime | None) -> str | None:
+        return None
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+class _Raising(_Zone):
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        raise RuntimeError("no offset today")
+
+
+class _Naive(_Zone):
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+
+class _UserScope(mr.UserScope):
+    pass
+
+
+def _ids() -> Iterator[str]:
+    yield from ("a", "b")
+
+
+_NEW_YORK = ZoneInfo("America/New_York")
+_BAD_TEXT: tuple[object, ...] = (
+    None,
+    0,
+    b"a",
+    "",
+    "\ud800",
+    "a\udfffb",
+    _Text("x"),
+    ["a"],
+    1.5,
+)
+_BAD_INSTANT: tuple[object, ...] = (
+    "2026-07-01T00:00:00+00:00",
+    datetime(2026, 7, 1),  # naive
+    date(2026, 7, 1),
+    datetime(2026, 7, 1, tzinfo=_Raising()),
+    datetime(2026, 7, 1, tzinfo=_Naive()),
+    datetime(2026, 7, 1, tzinfo=UTC, fold=1),  # valid: pinned with fold 0
+    datetime(2026, 11, 1, 1, 30, tzinfo=_NEW_YORK, fold=1),  # valid: the second 01:30
+    datetime(2026, 3, 8, 2, 30, tzinfo=_NEW_YORK),  # valid: a wall clock that never happened
+    _DateTime(2026, 7, 1, tzinfo=UTC),  # valid: rebuilt as a plain datetime
+    datetime(2026, 7, 1, tzinfo=timezone(timedelta(0), "Z")),  # valid: name dropped
+    datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=23, minutes=59))),  # valid: before year 1 UTC
+    datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=timezone(-timedelta(hours=23))),
+    1_750_000_000,
+)
+BAD_VALUES: dict[str, tuple[object, ...]] = {
+    "id": _BAD_TEXT,
+    "key": _BAD_TEXT,
+    "value": (None, 1, b"v", "\ud800", _Text("v"), "", "ok \U0001d518"),
+    "scope": ("user:u1", None, {"user_id": "u1"}, _UserScope("u1")),
+    "status": (
+        "ACTIVE",
+        "unknown",
+        1,
+        None,
+        mr.Authority.USER_CORRECTED,
+        mr.Status.EXPIRED,
+        _Text("active"),
+        "forgotten",
+    ),
+    "authority": (
+        "User-Corrected",
+        "admin",
+        3,
+        None,
+        mr.Status.ACTIVE,
+        mr.Authority.MODEL_INFERRED,
+        "user-confirmed",
+    ),
+    "confidence": (
+        True,
+        False,
+        "0.5",
+        None,
+        math.nan,
+        math.inf,
+        -math.inf,
+        -0.1,
+        1.0000001,
+        2,
+        -1,
+        10**30,
+        -(10**5000),
+        _Float(0.5),
+        _Int(1),
+        0,
+        1,
+        -0.0,
+        5e-324,
+    ),
+    "valid_from": (None, *_BAD_INSTANT),
+    "valid_until": _BAD_INSTANT,
+    "source_message_ids": (
+        "abc",
+        b"x",
+        None,
+        [""],
+        ["a", 1],
+        ("\ud800",),
+        ["a", "b"],
+        ("a", _Text("b")),
+        5,
+        {"a": 1},
+        frozenset(),
+    ),
+    "supersedes": tuple(value for value in _BAD_TEXT if value is not None),
+    "version": (True, 1.5, "1", 2**63, -(2**63) - 1, _Int(3), None, 2**63 - 1, -(2**63)),
+    "observed_at": _BAD_INSTANT,
+}
+
+
+def _describe(value: object) -> tuple[object, ...]:
+    """Value, exact type, and for instants what equality ignores: offset, zone type, fold."""
+    if isinstance(value, datetime):
+        return (type(value), value, value.utcoffset(), type(value.tzinfo), value.fold)
+    if isinstance(value, float) and math.isnan(value):
+        return (float, "nan")
+    if isinstance(value, tuple):
+        return (tuple, tuple(map(_describe, value)))
+    return (type(value), value)
+
+
+def _outcome(factory: Callable[..., object], arguments: dict[str, Any]) -> tuple[object, ...]:
+    try:
+        built = factory(**arguments)
+    except mr.InvalidInputError as error:
+        return ("InvalidInputError", str(error), error.record_id, error.field)
+    except Exception as error:
+        return (type(error).__name__,)
+    return ("built", tuple(_describe(getattr(built, name)) for name in RECORD_FIELDS))
+
+
+def _arguments(record: mr.MemoryRecord, replaced: dict[str, object]) -> dict[str, Any]:
+    arguments: dict[str, Any] = {name: getattr(record, name) for name in RECORD_FIELDS}
+    arguments.update(replaced)
+    return arguments
+
+
+@st.composite
+def _argument_sets(draw: st.DrawFn) -> tuple[mr.MemoryRecord, dict[str, object]]:
+    record = draw(memory_records(draw(universes())))
+    fields = draw(st.lists(st.sampled_from(RECORD_FIELDS), max_size=3, unique=True))
+    # Drawn by index: some catalogued values cannot even be hashed (a raising tzinfo).
+    return record, {
+        name: BAD_VALUES[name][draw(st.integers(0, len(BAD_VALUES[name]) - 1))] for name in fields
+    }
+
+
+@settings(max_examples=PARITY_EXAMPLES)
+@given(_argument_sets())
+def test_both_storages_accept_and_reject_alike(
+    drawn: tuple[mr.MemoryRecord, dict[str, object]],
+) -> None:
+    assert _native is not None
+    record, replaced = drawn
+    native = _outcome(_native.RecordCore, _arguments(record, replaced))
+    twin = _outcome(RecordStorage, _arguments(record, replaced))
+    assert native == twin
+
+
+@pytest.mark.parametrize("field", RECORD_FIELDS)
+def test_every_catalogued_value_alone(field: str) -> None:
+    assert _native is not None
+    base = mr.MemoryRecord(
+        id="m",
+        key="k",
+        value="v",
+        scope=mr.UserScope("u"),
+        status="active",
+        authority="user-confirmed",
+        confidence=0.5,
+        valid_from=datetime(2026, 7, 1, tzinfo=UTC),
+        version=1,
+    )
+    for bad in BAD_VALUES[field]:
+        arguments = _arguments(base, {field: bad})
+        assert _outcome(_native.RecordCore, arguments) == _outcome(RecordStorage, arguments), bad
+
+
+def test_a_generator_of_ids_is_read_once_by_either_storage() -> None:
+    assert _native is not None
+    factories: tuple[Callable[..., Any], ...] = (_native.RecordCore, RecordStorage)
+    for factory in factories:
+        built = factory(
+            id="m",
+            key="k",
+            value="v",
+            scope=mr.UserScope("u"),
+            status="active",
+            authority="user-confirmed",
+            confidence=0.5,
+            valid_from=datetime(2026, 7, 1, tzinfo=UTC),
+            version=1,
+            source_message_ids=_ids(),
+        )
+        assert built.source_message_ids == ("a", "b")
+
+
+def test_missing_and_positional_arguments_are_type_errors_for_both() -> None:
+    assert _native is not None
+    factories: tuple[Callable[..., Any], ...] = (_native.RecordCore, RecordStorage)
+    for factory in factories:
+        with pytest.raises(TypeError):
+            factory(id="m")
+        with pytest.raises(TypeError):
+            factory("m")
+
+
+def test_source_message_ids_none_is_rejected_not_taken_for_the_default() -> None:
+    assert _native is not None
+    arguments: dict[str, Any] = {
+        "id": "m",
+        "key": "k",
+        "value": "v",
+        "scope": mr.UserScope("u"),
+        "status": "active",
+        "authority": "user-confirmed",
+        "confidence": 0.5,
+        "valid_from": datetime(2026, 7, 1, tzinfo=UTC),
+        "version": 1,
+        "source_message_ids": None,
+    }
+    outcome = _outcome(_native.RecordCore, arguments)
+    assert outcome == _outcome(RecordStorage, arguments)
+    assert outcome[0] == "InvalidInputError"
+    assert outcome[3] == "source_message_ids"
