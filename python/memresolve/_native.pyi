@@ -5,7 +5,7 @@ from datetime import datetime
 
 from typing_extensions import disjoint_base
 
-from memresolve._records import ForgetTombstone, RetrievalContext
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
 from memresolve._scopes import Scope
 from memresolve._types import Authority, Status
 
@@ -86,5 +86,5 @@ def resolve_rows(
     records: tuple[object, ...],
     context: RetrievalContext,
     tombstones: tuple[ForgetTombstone, ...],
-) -> tuple[list[int], bytes, bytes]:
-    """Active rows, excluded rows (native-endian u32 bytes) and their reason codes."""
+) -> tuple[tuple[MemoryRecord, ...], bytes, bytes]:
+    """The winners, the excluded rows (native-endian u32 bytes) and their reason codes."""

@@ -86,15 +86,16 @@ def to_prompt_memory(record: MemoryRecord) -> PromptMemory:
 
 @dataclass(frozen=True, slots=True)
 class RawResolution:
-    """What a backend kernel returns: row indices into its input, already in canonical order.
+    """What a backend kernel returns, already in canonical order.
 
-    ``active`` is ordered by (scope id, key); ``excluded_rows`` by record id,
+    ``active`` holds the winning records by (scope id, key); ``excluded_rows``
+    holds row indices into the kernel's input, by record id,
     with ``excluded_codes[i]`` the code of row ``excluded_rows[i]``'s reason
     (its position in ``Reason``). Kept as compact sequences: the native kernel
     hands over two ``bytes`` objects instead of one Python object per row.
     """
 
-    active: Sequence[int]
+    active: tuple[MemoryRecord, ...]
     excluded_rows: Sequence[int]
     excluded_codes: bytes
 
@@ -150,7 +151,7 @@ class Resolution:
         )
         self = cls.__new__(cls)
         set_field = object.__setattr__
-        set_field(self, "active", tuple(map(candidates.__getitem__, raw.active)))
+        set_field(self, "active", raw.active)
         set_field(self, "_excluded", None)
         set_field(self, "trace", trace)
         set_field(self, "_candidates", candidates)

@@ -267,7 +267,9 @@ def resolve_rows(
         key=lambda pair: checked[pair[0]].id,
     )
     return RawResolution(
-        tuple(active), tuple(row for row, _ in excluded), bytes(code for _, code in excluded)
+        tuple(checked[row] for row in active),
+        tuple(row for row, _ in excluded),
+        bytes(code for _, code in excluded),
     )
 
 

@@ -3,7 +3,7 @@
 //! the interpreter released for large inputs) and returns row indices.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use super::cache::Package;
 use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros};
@@ -130,7 +130,7 @@ fn row_number(row: usize) -> PyResult<u32> {
     })
 }
 
-/// Resolves checked inputs: `(active rows, excluded rows as native-endian
+/// Resolves the candidates: `(winning records, excluded rows as native-endian
 /// u32 bytes, excluded reason codes as bytes)`, in the canonical order.
 #[pyfunction]
 pub(crate) fn resolve_rows<'py>(
@@ -138,7 +138,11 @@ pub(crate) fn resolve_rows<'py>(
     records: &Bound<'py, PyTuple>,
     context: &Bound<'py, PyAny>,
     tombstones: &Bound<'py, PyTuple>,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+) -> PyResult<(
+    Bound<'py, PyTuple>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+)> {
     let package = Package::get(py)?;
     let cores = cores(package, records)?;
     let mut candidates = CandidateSet::with_capacity(cores.len());
@@ -172,14 +176,12 @@ pub(crate) fn resolve_rows<'py>(
         run()
     };
 
-    let active = PyList::new(
-        py,
-        resolution
-            .active
-            .iter()
-            .map(|&row| row_number(row))
-            .collect::<PyResult<Vec<u32>>>()?,
-    )?;
+    let winners = resolution
+        .active
+        .iter()
+        .map(|&row| records.get_item(row))
+        .collect::<PyResult<Vec<_>>>()?;
+    let active = PyTuple::new(py, winners)?;
     let mut rows = Vec::with_capacity(resolution.excluded.len() * 4);
     let mut reasons = Vec::with_capacity(resolution.excluded.len());
     for &(row, reason) in &resolution.excluded {

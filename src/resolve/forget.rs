@@ -2,9 +2,9 @@
 //! the same key and an equal scope whose bound is at or after the record's
 //! evidence time. Tombstones apply whatever `now` is.
 
-use super::candidates::{ScopeRef, Tombstone};
+use super::candidates::{Context, ScopeRef, Tombstone};
 use super::hash::{map_with_capacity, Map};
-use crate::model::Status;
+use crate::model::{ScopeKind, Status};
 
 /// When the evidence behind a record was observed: `observed_at`, else `valid_from`.
 #[must_use]
@@ -12,36 +12,63 @@ pub fn evidence_time(valid_from: i64, observed_at: Option<i64>) -> i64 {
     observed_at.unwrap_or(valid_from)
 }
 
-/// The tombstones of one call, by (scope, key). Several tombstones on one
-/// group act as the one with the latest bound, so each lookup is O(1).
+/// The tombstones of one call, by scope, then key. Several tombstones on one
+/// (scope, key) act as the one with the latest bound.
 #[derive(Debug, Default)]
 pub struct TombstoneIndex<'a> {
-    latest_bound: Map<(ScopeRef<'a>, &'a str), i64>,
+    by_scope: Map<ScopeRef<'a>, Map<&'a str, i64>>,
 }
 
 impl<'a> TombstoneIndex<'a> {
     #[must_use]
     pub fn new(tombstones: &[Tombstone<'a>]) -> Self {
-        let mut latest_bound = map_with_capacity(tombstones.len());
+        let mut by_scope: Map<ScopeRef<'a>, Map<&'a str, i64>> = map_with_capacity(4);
         for tombstone in tombstones {
-            latest_bound
-                .entry((tombstone.scope, tombstone.key))
+            by_scope
+                .entry(tombstone.scope)
+                .or_insert_with(|| map_with_capacity(1))
+                .entry(tombstone.key)
                 .and_modify(|bound: &mut i64| {
                     *bound = (*bound).max(tombstone.blocks_sources_before);
                 })
                 .or_insert(tombstone.blocks_sources_before);
         }
-        Self { latest_bound }
+        Self { by_scope }
     }
 
-    /// Whether some tombstone forgets evidence of this time in this group.
+    /// The tombstones that can touch an in-scope record of `context`: those on
+    /// one of its (at most four) scopes, found once per context.
     #[must_use]
-    pub fn blocks(&self, scope: ScopeRef<'a>, key: &'a str, evidence: i64) -> bool {
-        if self.latest_bound.is_empty() {
-            return false;
+    pub fn for_context<'s>(&'s self, context: &Context<'s>) -> ContextTombstones<'s> {
+        let mut by_kind = [None; 4];
+        if !self.by_scope.is_empty() {
+            for (slot, kind) in by_kind.iter_mut().zip(ScopeKind::ALL) {
+                *slot = context
+                    .scope_of(kind)
+                    .and_then(|scope| self.by_scope.get(&scope));
+            }
         }
-        self.latest_bound
-            .get(&(scope, key))
+        ContextTombstones { by_kind }
+    }
+}
+
+/// The tombstones of one context, by the kind of the scope they are on.
+#[derive(Debug)]
+pub struct ContextTombstones<'s> {
+    by_kind: [Option<&'s Map<&'s str, i64>>; 4],
+}
+
+impl ContextTombstones<'_> {
+    /// Whether some tombstone forgets evidence of this time for an in-scope
+    /// record of this scope kind and key (in scope: its scope is the
+    /// context's scope of its kind, so the kind names the scope).
+    #[must_use]
+    pub fn blocks(&self, kind: ScopeKind, key: &str, evidence: i64) -> bool {
+        self.by_kind
+            .get(kind as usize)
+            .copied()
+            .flatten()
+            .and_then(|bounds| bounds.get(key))
             .is_some_and(|&bound| evidence <= bound)
     }
 }
@@ -64,21 +91,50 @@ mod tests {
         }
     }
 
+    fn context(user_id: &'static str, character_id: &'static str) -> Context<'static> {
+        Context {
+            now: 0,
+            user_id,
+            character_id,
+            conversation_id: "k",
+            scene_id: None,
+        }
+    }
+
     #[test]
     fn the_bound_is_inclusive() {
         let index = TombstoneIndex::new(&[tombstone(ScopeRef::user("u"), "k", 100)]);
-        assert!(index.blocks(ScopeRef::user("u"), "k", 99));
-        assert!(index.blocks(ScopeRef::user("u"), "k", 100));
-        assert!(!index.blocks(ScopeRef::user("u"), "k", 101));
+        let here = index.for_context(&context("u", "c"));
+        assert!(here.blocks(ScopeKind::User, "k", 99));
+        assert!(here.blocks(ScopeKind::User, "k", 100));
+        assert!(!here.blocks(ScopeKind::User, "k", 101));
     }
 
     #[test]
     fn only_the_same_key_in_an_equal_scope_is_blocked() {
         let index = TombstoneIndex::new(&[tombstone(ScopeRef::character("a", "b:c"), "k", 100)]);
-        assert!(index.blocks(ScopeRef::character("a", "b:c"), "k", 0));
-        assert!(!index.blocks(ScopeRef::character("a:b", "c"), "k", 0));
-        assert!(!index.blocks(ScopeRef::character("a", "b:c"), "other", 0));
-        assert!(!index.blocks(ScopeRef::user("a"), "k", 0));
+        let matching = index.for_context(&context("a", "b:c"));
+        assert!(matching.blocks(ScopeKind::Character, "k", 0));
+        assert!(!matching.blocks(ScopeKind::Character, "other", 0));
+        assert!(!matching.blocks(ScopeKind::User, "k", 0));
+        // The tutorial's joined strings would make these two scopes one.
+        let colliding = index.for_context(&context("a:b", "c"));
+        assert!(!colliding.blocks(ScopeKind::Character, "k", 0));
+    }
+
+    #[test]
+    fn no_scene_in_the_context_sees_no_scene_tombstone() {
+        let index = TombstoneIndex::new(&[tombstone(ScopeRef::scene("k", "s"), "key", 100)]);
+        assert!(!index
+            .for_context(&context("u", "c"))
+            .blocks(ScopeKind::Scene, "key", 0));
+        let in_scene = Context {
+            scene_id: Some("s"),
+            ..context("u", "c")
+        };
+        assert!(index
+            .for_context(&in_scene)
+            .blocks(ScopeKind::Scene, "key", 0));
     }
 
     #[test]
@@ -89,8 +145,9 @@ mod tests {
             tombstone(scope, "k", 200),
             tombstone(scope, "k", 100),
         ]);
-        assert!(index.blocks(scope, "k", 200));
-        assert!(!index.blocks(scope, "k", 201));
+        let here = index.for_context(&context("u", "c"));
+        assert!(here.blocks(ScopeKind::User, "k", 200));
+        assert!(!here.blocks(ScopeKind::User, "k", 201));
     }
 
     #[test]

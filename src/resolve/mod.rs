@@ -16,7 +16,7 @@ pub mod supersede;
 pub mod time;
 
 pub use candidates::{CandidateSet, Context, Record, ScopeRef, Tombstone};
-pub use forget::TombstoneIndex;
+pub use forget::{ContextTombstones, TombstoneIndex};
 
 use crate::model::Reason;
 
@@ -47,6 +47,7 @@ pub fn decide(
 ) -> Vec<Option<Reason>> {
     let mut outcomes = Vec::with_capacity(candidates.len());
     let mut hidden = supersede::SupersededIds::with_capacity(candidates.len());
+    let tombstones = tombstones.for_context(context);
     // Stages 1-3, and the supersession edges (which depend on scope and time only).
     for (_, record) in candidates.iter() {
         if !scope::matches(&record.scope, context) {
@@ -65,7 +66,7 @@ pub fn decide(
         } else if forget::excluded_as_forgotten(
             record.status,
             tombstones.blocks(
-                record.scope,
+                record.scope.kind,
                 record.key,
                 forget::evidence_time(record.valid_from, record.observed_at),
             ),

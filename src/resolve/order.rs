@@ -44,17 +44,18 @@ fn escaped_head(byte: u8) -> (u8, u8) {
     }
 }
 
-/// The first eight bytes of `text`, big-endian: comparing these integers
-/// orders strings as their bytes do, as long as the prefixes differ.
-fn prefix(text: &str) -> u64 {
-    let mut bytes = [0_u8; 8];
+/// The first sixteen bytes of `text`, big-endian: comparing these integers
+/// orders strings as their bytes do, as long as the prefixes differ (most ids
+/// and keys differ within 16 bytes, so most comparisons never reach memory).
+fn prefix(text: &str) -> u128 {
+    let mut bytes = [0_u8; 16];
     for (slot, byte) in bytes.iter_mut().zip(text.as_bytes()) {
         *slot = *byte;
     }
-    u64::from_be_bytes(bytes)
+    u128::from_be_bytes(bytes)
 }
 
-fn compare_text(a: (u64, &str), b: (u64, &str)) -> Ordering {
+fn compare_text(a: (u128, &str), b: (u128, &str)) -> Ordering {
     a.0.cmp(&b.0)
         .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
 }
@@ -77,7 +78,7 @@ pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &
         }
     }
     // Gathered once, so comparisons read small tuples, not the columns.
-    let mut keyed: Vec<(usize, u64, &str, usize)> = rows
+    let mut keyed: Vec<(usize, u128, &str, usize)> = rows
         .iter()
         .filter_map(|&row| {
             let record = candidates.get(row)?;
@@ -97,7 +98,7 @@ pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &
 /// Sorts excluded rows by id.
 pub fn sort_excluded(candidates: &CandidateSet<'_>, rows: &mut [(usize, Reason)]) {
     let ids = candidates.ids();
-    let mut keyed: Vec<(u64, &str, usize, Reason)> = rows
+    let mut keyed: Vec<(u128, &str, usize, Reason)> = rows
         .iter()
         .filter_map(|&(row, reason)| ids.get(row).map(|id| (prefix(id), *id, row, reason)))
         .collect();
