@@ -1,7 +1,16 @@
-"""Per-turn resolution: records already built as Python objects -> Resolution.
+"""Per-turn resolution, as a chat backend runs it: a few to a few thousand candidates.
 
-Run: ``.venv/bin/python -m pytest benches --benchmark-only``. Each case first
-checks that the backend agrees with the reference on its input, then times.
+Run: ``make bench`` (``pytest benches --benchmark-only``). Groups:
+
+* ``resolve``: records already built -> ``Resolution``, per backend. The
+  reference resolves records on the pure-Python storage, as an install
+  without the extension would; every case first checks that both backends
+  agree on its input.
+* ``resolve+excluded``: the same, then reading ``Resolution.excluded`` (one
+  ``Exclusion`` object per excluded candidate, built on first access).
+* ``construct``: building the records through the public constructor
+  (validation included), on the native storage and on the pure-Python twin.
+* ``total``: construct + resolve, per backend: the whole per-turn cost.
 """
 
 from __future__ import annotations
@@ -9,23 +18,72 @@ from __future__ import annotations
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+import memresolve as mr
 from memresolve._api import resolve_with
 from memresolve._backend import available_backends, get_backend
-from workload import CONTEXT, candidates
+from memresolve._records import PurePythonMemoryRecord
+from workload import CONTEXT, build, record_arguments
+
+SIZES = [20, 200, 2_000]
+BACKENDS = available_backends()
+_RECORD_CLASS = {"reference": PurePythonMemoryRecord, "native": mr.MemoryRecord}
 
 
-@pytest.mark.parametrize("size", [20, 200, 2_000])
-@pytest.mark.parametrize("backend", available_backends())
-def test_resolve_per_turn(benchmark: BenchmarkFixture, backend: str, size: int) -> None:
-    records, tombstones = candidates(size)
+def _inputs(backend: str, size: int) -> tuple[list[mr.MemoryRecord], list[mr.ForgetTombstone]]:
+    arguments, tombstones = record_arguments(size, seed=size)
+    records = build(arguments, _RECORD_CLASS[backend])
+    reference = resolve_with(get_backend("reference"), records, CONTEXT, tombstones)
+    for other in BACKENDS:
+        result = resolve_with(get_backend(other), records, CONTEXT, tombstones)
+        assert [r.id for r in result.active] == [r.id for r in reference.active]
+        assert result.excluded == reference.excluded
+        assert result.trace == reference.trace
+    return records, tombstones
+
+
+@pytest.mark.benchmark(group="resolve")
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resolve(benchmark: BenchmarkFixture, backend: str, size: int) -> None:
+    records, tombstones = _inputs(backend, size)
     kernel = get_backend(backend)
-    expected = resolve_with(get_backend("reference"), records, CONTEXT, tombstones)
-    assert resolve_with(kernel, records, CONTEXT, tombstones) == expected
-    benchmark.extra_info["active"] = len(expected.active)
-    benchmark(resolve_with, kernel, records, CONTEXT, tombstones)
+    result = benchmark(resolve_with, kernel, records, CONTEXT, tombstones)
+    benchmark.extra_info["active"] = len(result.active)
 
 
-@pytest.mark.parametrize("size", [200])
-def test_construct_records(benchmark: BenchmarkFixture, size: int) -> None:
-    """The cost of building and validating ``size`` records through the public constructor."""
-    benchmark(candidates, size)
+@pytest.mark.benchmark(group="resolve+excluded")
+@pytest.mark.parametrize("size", [200, 2_000])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resolve_and_read_exclusions(benchmark: BenchmarkFixture, backend: str, size: int) -> None:
+    records, tombstones = _inputs(backend, size)
+    kernel = get_backend(backend)
+
+    def resolve_and_read() -> int:
+        return len(resolve_with(kernel, records, CONTEXT, tombstones).excluded)
+
+    assert benchmark(resolve_and_read) > 0
+
+
+@pytest.mark.benchmark(group="construct")
+@pytest.mark.parametrize("size", [200, 2_000])
+@pytest.mark.parametrize("storage", ["native", "reference"])
+def test_construct(benchmark: BenchmarkFixture, storage: str, size: int) -> None:
+    if storage not in BACKENDS:
+        pytest.skip("memresolve._native is not built")
+    arguments, _ = record_arguments(size, seed=size)
+    records = benchmark(build, arguments, _RECORD_CLASS[storage])
+    assert len(records) == size
+
+
+@pytest.mark.benchmark(group="total")
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_per_turn_total(benchmark: BenchmarkFixture, backend: str, size: int) -> None:
+    arguments, tombstones = record_arguments(size, seed=size)
+    _inputs(backend, size)  # the agreement check
+    kernel, record_class = get_backend(backend), _RECORD_CLASS[backend]
+
+    def turn() -> mr.Resolution:
+        return resolve_with(kernel, build(arguments, record_class), CONTEXT, tombstones)
+
+    assert benchmark(turn).trace.memory_candidates == size

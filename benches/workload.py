@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import memresolve as mr
 
@@ -28,11 +29,13 @@ _SCOPES: tuple[mr.Scope, ...] = (
 _AUTHORITIES = tuple(mr.Authority)
 
 
-def candidates(count: int, seed: int = 0) -> tuple[list[mr.MemoryRecord], list[mr.ForgetTombstone]]:
-    """``count`` records in chains of about three, and a few tombstones."""
+def record_arguments(
+    count: int, seed: int = 0
+) -> tuple[list[dict[str, Any]], list[mr.ForgetTombstone]]:
+    """Keyword arguments of ``count`` records in chains of about three, and a few tombstones."""
     rng = random.Random(seed)
     keys = [f"slot.{n}" for n in range(max(1, count // 3))]
-    records: list[mr.MemoryRecord] = []
+    arguments: list[dict[str, Any]] = []
     previous: dict[tuple[mr.Scope, str], str] = {}
     for n in range(count):
         scope = rng.choice(_SCOPES)
@@ -41,22 +44,24 @@ def candidates(count: int, seed: int = 0) -> tuple[list[mr.MemoryRecord], list[m
         ends = rng.random() < 0.1
         future = rng.random() < 0.03
         link = previous.get((scope, key))
-        record = mr.MemoryRecord(
-            id=f"mem-{n:06d}",
-            key=key,
-            value=f"value {n}",
-            scope=scope,
-            status="forgotten" if rng.random() < 0.02 else "active",
-            authority=rng.choice(_AUTHORITIES),
-            confidence=rng.random(),
-            valid_from=NOW + timedelta(days=1) if future else start,
-            valid_until=start + timedelta(days=rng.uniform(0, 60)) if ends else None,
-            source_message_ids=(f"msg-{n}",),
-            supersedes=link if link is not None and rng.random() < 0.8 else None,
-            version=rng.randint(1, 4),
+        record_id = f"mem-{n:06d}"
+        arguments.append(
+            {
+                "id": record_id,
+                "key": key,
+                "value": f"value {n}",
+                "scope": scope,
+                "status": "forgotten" if rng.random() < 0.02 else "active",
+                "authority": rng.choice(_AUTHORITIES),
+                "confidence": rng.random(),
+                "valid_from": NOW + timedelta(days=1) if future else start,
+                "valid_until": start + timedelta(days=rng.uniform(0, 60)) if ends else None,
+                "source_message_ids": (f"msg-{n}",),
+                "supersedes": link if link is not None and rng.random() < 0.8 else None,
+                "version": rng.randint(1, 4),
+            }
         )
-        previous[(scope, key)] = record.id
-        records.append(record)
+        previous[(scope, key)] = record_id
     tombstones = [
         mr.ForgetTombstone(
             key=rng.choice(keys),
@@ -66,4 +71,19 @@ def candidates(count: int, seed: int = 0) -> tuple[list[mr.MemoryRecord], list[m
         )
         for _ in range(max(1, count // 100))
     ]
-    return records, tombstones
+    return arguments, tombstones
+
+
+def build(
+    arguments: list[dict[str, Any]], record_class: type[mr.MemoryRecord] = mr.MemoryRecord
+) -> list[mr.MemoryRecord]:
+    """The records, built through ``record_class``'s constructor (validation included)."""
+    return [record_class(**fields) for fields in arguments]
+
+
+def candidates(
+    count: int, seed: int = 0, record_class: type[mr.MemoryRecord] = mr.MemoryRecord
+) -> tuple[list[mr.MemoryRecord], list[mr.ForgetTombstone]]:
+    """``count`` records in chains of about three, and a few tombstones."""
+    arguments, tombstones = record_arguments(count, seed)
+    return build(arguments, record_class), tombstones

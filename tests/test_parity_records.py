@@ -12,7 +12,10 @@ about their value, numbers outside their range. A ``PanicException`` (a
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
+import pickle
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any
@@ -24,10 +27,11 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
-from memresolve._backend import available_backends
+from memresolve._api import resolve_with
+from memresolve._backend import available_backends, get_backend
 from memresolve._native_loader import module_or_none
-from memresolve._records import RECORD_FIELDS, RecordStorage
-from memresolve.testing import memory_records, universes
+from memresolve._records import RECORD_FIELDS, PurePythonMemoryRecord, RecordStorage
+from memresolve.testing import Scenario, memory_records, scenarios, universes
 
 pytestmark = pytest.mark.skipif(
     "native" not in available_backends(), reason="memresolve._native is not built"
@@ -296,3 +300,54 @@ def test_source_message_ids_none_is_rejected_not_taken_for_the_default() -> None
     assert outcome == _outcome(RecordStorage, arguments)
     assert outcome[0] == "InvalidInputError"
     assert outcome[3] == "source_message_ids"
+
+
+# The public class on either storage -------------------------------------------------------
+
+
+def _twin_of(record: mr.MemoryRecord) -> mr.MemoryRecord:
+    return PurePythonMemoryRecord(**{name: getattr(record, name) for name in RECORD_FIELDS})
+
+
+@settings(max_examples=max(50, PARITY_EXAMPLES // 4))
+@given(scenarios())
+def test_records_on_either_storage_resolve_alike(scenario: Scenario) -> None:
+    twins = tuple(map(_twin_of, scenario.records))
+    for backend in available_backends():
+        kernel = get_backend(backend)
+        native_stored = resolve_with(
+            kernel, scenario.records, scenario.context, scenario.tombstones
+        )
+        twin_stored = resolve_with(kernel, twins, scenario.context, scenario.tombstones)
+        assert [r.id for r in twin_stored.active] == [r.id for r in native_stored.active]
+        assert twin_stored.excluded == native_stored.excluded
+        assert twin_stored.trace == native_stored.trace
+
+
+@settings(max_examples=max(50, PARITY_EXAMPLES // 4))
+@given(scenarios(max_records=1))
+def test_the_class_behaves_alike_on_either_storage(scenario: Scenario) -> None:
+    for record in scenario.records:
+        twin = _twin_of(record)
+        twin_name = type(
+            twin
+        ).__qualname__  # MemoryRecord itself under MEMRESOLVE_BACKEND=reference
+        assert repr(twin) == repr(record).replace("MemoryRecord(", f"{twin_name}(", 1)
+        assert "value=" not in repr(record)
+        assert hash(twin) == hash(record)
+        assert dataclasses.astuple(twin) == dataclasses.astuple(record)
+        assert dataclasses.asdict(twin) == dataclasses.asdict(record)
+        assert [f.name for f in dataclasses.fields(twin)] == list(RECORD_FIELDS)
+        assert [f.name for f in dataclasses.fields(record)] == list(RECORD_FIELDS)
+        assert pickle.loads(pickle.dumps(record)) == record
+        assert pickle.loads(pickle.dumps(twin)) == twin
+        assert copy.deepcopy(record) == record
+        changed = dataclasses.replace(record, key="other")
+        assert type(changed) is type(record)
+        assert changed.key == "other"
+        assert dataclasses.replace(twin, key="other") == _twin_of(changed)
+        for built in (record, twin):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                built.key = "x"  # type: ignore[misc]
+            with pytest.raises(AttributeError):
+                built.__dict__  # noqa: B018 - slots only, as before

@@ -119,11 +119,11 @@ class RecordStorage:
             "observed_at": observed_at,
         }
         self = object.__new__(cls)
-        record_id: str | None = None
+        subject = _record_subject(None)
         for name, rule in _RECORD_RULES.items():
-            checked = rule(given[name], _record_subject(record_id), name)
+            checked = rule(given[name], subject, name)
             if name == "id":
-                record_id = str(checked)
+                subject = _record_subject(str(checked))
             object.__setattr__(self, name, checked)
         return self
 
@@ -186,14 +186,48 @@ def _rebuild_record(cls: type[MemoryRecord], fields: dict[str, Any]) -> MemoryRe
     return cls(**fields)
 
 
+def _pure_python_twin() -> type[MemoryRecord]:
+    """``MemoryRecord`` itself on the pure-Python storage, or the same class body on it.
+
+    With the extension built, this second class lets one process build both
+    kinds of records: the differential tests compare them, the benchmarks
+    time the reference the way a reference-only install runs it. Both
+    kernels accept it (``RECORD_TYPES``). Not public: users build
+    ``MemoryRecord``.
+    """
+    if issubclass(MemoryRecord, RecordStorage):
+        return MemoryRecord
+    namespace = {
+        "__module__": __name__,
+        "__qualname__": "PurePythonMemoryRecord",  # importable under this name (pickle)
+        "__doc__": MemoryRecord.__doc__,
+        "__slots__": (),
+        "__annotations__": dict(MemoryRecord.__annotations__),
+        "value": field(repr=False),
+        "__reduce__": MemoryRecord.__reduce__,
+    }
+    twin: type[MemoryRecord] = dataclass(frozen=True, init=False)(
+        type("PurePythonMemoryRecord", (RecordStorage,), namespace)
+    )
+    return twin
+
+
+PurePythonMemoryRecord = _pure_python_twin()
+#: Every class whose instances are records: ``MemoryRecord``, and its
+#: pure-Python twin when that is a different class.
+RECORD_TYPES: tuple[type[MemoryRecord], ...] = tuple(
+    dict.fromkeys((MemoryRecord, PurePythonMemoryRecord))
+)
+
+
 def native_core_of(record: object, row: int) -> object:
     """The native storage of a candidate the native resolver could not read directly.
 
-    A ``MemoryRecord`` on the pure-Python storage (``MEMRESOLVE_BACKEND=reference``
-    when the records were built) is copied into a ``RecordCore``; anything else
-    is the facade's "not a MemoryRecord" error.
+    A record on the pure-Python storage (``MEMRESOLVE_BACKEND=reference`` when
+    it was built, or ``PurePythonMemoryRecord``) is copied into a
+    ``RecordCore``; anything else is the facade's "not a MemoryRecord" error.
     """
-    if not isinstance(record, MemoryRecord):
+    if not isinstance(record, RECORD_TYPES):
         raise not_a_record_error(record, row)
     native = _native_loader.load()
     return native.RecordCore(**{name: getattr(record, name) for name in RECORD_FIELDS})
@@ -219,7 +253,7 @@ def check_records(rows: Sequence[object]) -> Sequence[MemoryRecord]:
     """Every candidate is a ``MemoryRecord`` and no two share an id (the reference's check)."""
     first_row_of: dict[str, int] = {}
     for row, record in enumerate(rows):
-        if not isinstance(record, MemoryRecord):
+        if not isinstance(record, RECORD_TYPES):
             raise not_a_record_error(record, row)
         earlier = first_row_of.setdefault(record.id, row)
         if earlier != row:

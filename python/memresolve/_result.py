@@ -101,6 +101,19 @@ class RawResolution:
 
 
 _REASONS = tuple(Reason)
+# Exclusion's slots, set directly: the frozen dataclass __init__ goes through
+# object.__setattr__ per field and costs three times as much, per exclusion.
+_set_exclusion_id = Exclusion.__dict__["id"].__set__
+_set_exclusion_reason = Exclusion.__dict__["reason"].__set__
+
+
+def _exclusion(record_id: str, reason: Reason) -> Exclusion:
+    exclusion = object.__new__(Exclusion)
+    _set_exclusion_id(exclusion, record_id)
+    _set_exclusion_reason(exclusion, reason)
+    return exclusion
+
+
 _FROZEN = "cannot assign to field {!r}: a Resolution is immutable"
 
 
@@ -166,7 +179,7 @@ class Resolution:
         if excluded is None:
             candidates = self._candidates
             excluded = tuple(
-                Exclusion(candidates[row].id, _REASONS[code])
+                _exclusion(candidates[row].id, _REASONS[code])
                 for row, code in zip(self._excluded_rows, self._excluded_codes, strict=True)
             )
             set_field = object.__setattr__
