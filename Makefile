@@ -27,7 +27,8 @@ lint-rust:
 	cargo clippy --all-targets --all-features -- -D warnings
 
 test-rust:
-	cargo test
+	# --all-targets also runs each criterion bench once, untimed, so they cannot rot.
+	cargo test --all-targets
 
 test-python:
 	MEMRESOLVE_HYPOTHESIS_PROFILE=ci $(PY) -m pytest
@@ -44,3 +45,4 @@ test: setup lint-python lint-rust test-rust test-python
 
 bench: setup
 	$(PY) -m pytest benches --benchmark-only
+	cargo bench --bench core
