@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -25,6 +26,7 @@ import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve._api import resolve_with
 from memresolve._backend import Kernel, available_backends, get_backend
+from memresolve._records import RECORD_FIELDS
 from memresolve.testing import Scenario, scenarios
 from story import ADA, RAINCOAT_SCENE, ROWAN, context, day, record
 from workload import CONTEXT, candidates
@@ -358,3 +360,62 @@ def test_many_threads_resolving_shared_inputs_get_the_single_threaded_answers() 
         results = list(pool.map(hammer, range(8)))
     assert all(all(outcomes) for outcomes in results)
     assert expected == [resolve_with(get_backend("reference"), *job) for job in jobs]
+
+
+# Found in review: the order of errors, subclasses, altered scopes -------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: [_A, record("a"), "junk"],  # a repeated id before a non-record
+        lambda: [_A, "junk", record("a")],  # a non-record before a repeated id
+        lambda: ["junk", _A, record("a")],
+    ],
+    ids=["duplicate-first", "junk-first", "junk-at-0"],
+)
+def test_the_first_bad_row_is_reported_by_both(make: Callable[[], list[object]]) -> None:
+    reference, native = _kernels()
+    assert _error_of(native, make()) == _error_of(reference, make())
+
+
+class _AlwaysExpired(mr.MemoryRecord):
+    """A subclass that overrides a field: both kernels must read the attribute."""
+
+    __slots__ = ()
+
+    @property
+    def status(self) -> mr.Status:
+        return mr.Status.EXPIRED
+
+
+def test_a_subclass_overriding_a_field_is_read_through_its_attributes() -> None:
+    fields = {name: getattr(_A, name) for name in RECORD_FIELDS}
+    overriding = _AlwaysExpired(**fields)
+    result = assert_backends_agree([overriding], context())
+    assert result.reason_for("a") is mr.Reason.STATUS_OR_TIME
+
+
+def test_a_direct_subclass_of_the_native_storage_is_not_a_record() -> None:
+    from memresolve import _native  # noqa: PLC0415 - present: the module is skipped otherwise
+
+    class Impostor(_native.RecordCore):
+        pass
+
+    impostor = Impostor(**{name: getattr(_A, name) for name in RECORD_FIELDS})
+    reference, native = _kernels()
+    assert _error_of(native, [impostor]) == _error_of(reference, [impostor])
+
+
+def test_a_tombstone_whose_scope_was_altered_is_rejected_by_both() -> None:
+    scope = mr.UserScope("u-ada")
+    tombstone = forget("pet.name", blocks_sources_before=day(10), scope=scope)
+    object.__setattr__(scope, "user_id", "\ud800")
+    reference, native = _kernels()
+    errors = []
+    for kernel in (reference, native):
+        with pytest.raises(mr.InvalidInputError) as caught:
+            resolve_with(kernel, [_A], context(), [tombstone])
+        errors.append((str(caught.value), caught.value.field))
+    assert errors[0] == errors[1]
+    assert errors[0][1] == "scope.user_id"

@@ -351,3 +351,24 @@ def test_the_class_behaves_alike_on_either_storage(scenario: Scenario) -> None:
                 built.key = "x"  # type: ignore[misc]
             with pytest.raises(AttributeError):
                 built.__dict__  # noqa: B018 - slots only, as before
+
+
+def test_a_scope_altered_before_construction_is_rejected_by_both() -> None:
+    assert _native is not None
+    scope = mr.CharacterScope("u", "c")
+    object.__setattr__(scope, "character_id", 5)
+    arguments: dict[str, Any] = {
+        "id": "m",
+        "key": "k",
+        "value": "v",
+        "scope": scope,
+        "status": "active",
+        "authority": "user-confirmed",
+        "confidence": 0.5,
+        "valid_from": datetime(2026, 7, 1, tzinfo=UTC),
+        "version": 1,
+    }
+    outcome = _outcome(_native.RecordCore, arguments)
+    assert outcome == _outcome(RecordStorage, arguments)
+    assert outcome[0] == "InvalidInputError"
+    assert outcome[3] == "scope.character_id"

@@ -8,7 +8,7 @@ that exists is a valid one, so both backends see exactly the same domain.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
@@ -19,9 +19,16 @@ from memresolve._types import Authority, Status
 from memresolve._validate import Subject
 from memresolve.errors import InvalidInputError
 
-__all__ = ["ForgetTombstone", "MemoryRecord", "RecordStorage", "RetrievalContext"]
+__all__ = [
+    "ForgetTombstone",
+    "MemoryRecord",
+    "RecordStorage",
+    "RetrievalContext",
+    "check_tombstone_scope",
+]
 
 _SCOPE_TYPE_NAMES = "UserScope, CharacterScope, ConversationScope or SceneScope"
+_SCOPE_FIELD_NAMES = {kind: tuple(f.name for f in fields(kind)) for kind in SCOPE_TYPES}
 
 
 def _scope(value: object, subject: Subject, field_name: str) -> Scope:
@@ -29,7 +36,12 @@ def _scope(value: object, subject: Subject, field_name: str) -> Scope:
     # meet, or pose as, another scope.
     if type(value) not in SCOPE_TYPES:
         subject.fail(field_name, f"must be a {_SCOPE_TYPE_NAMES}, got {type(value).__name__}")
-    return value  # type: ignore[return-value]
+    scope: Scope = value  # type: ignore[assignment]
+    # Checked when built, but a frozen object can still be altered
+    # (object.__setattr__, crafted pickle state): check its ids again.
+    for name, field_value in zip(_SCOPE_FIELD_NAMES[type(scope)], scope.fields, strict=True):
+        check.text(field_value, subject, f"{field_name}.{name}")
+    return scope
 
 
 def _status(value: object, subject: Subject, field_name: str) -> Status:
@@ -313,3 +325,12 @@ class ForgetTombstone:
             "blocks_sources_before",
             check.instant(self.blocks_sources_before, subject, "blocks_sources_before"),
         )
+
+
+def check_tombstone_scope(tombstone: ForgetTombstone, row: int) -> None:
+    """The scope rule again, at resolve time (see ``_scope``).
+
+    The reference checks every tombstone with it; the native kernel calls it
+    for a scope its fast path does not take, so both raise the same error.
+    """
+    _scope(tombstone.scope, Subject(f"tombstones[{row}]"), "scope")

@@ -124,18 +124,20 @@ class Resolution:
         active: the winners, one per (scope, key), sorted by scope id then key.
         excluded: one ``Exclusion`` per other candidate, sorted by id. Built on
             first access: a caller that only needs the winners never pays for
-            an object per excluded candidate.
+            an object per excluded candidate. Until then the result keeps a
+            reference to the candidate records.
         trace: counts, safe to log.
     """
 
-    __slots__ = ("_candidates", "_excluded", "_excluded_codes", "_excluded_rows", "active", "trace")
+    __slots__ = ("_excluded", "_pending", "active", "trace")
 
     active: tuple[MemoryRecord, ...]
     trace: Trace
     _excluded: tuple[Exclusion, ...] | None
-    _candidates: Sequence[MemoryRecord]
-    _excluded_rows: Sequence[int]
-    _excluded_codes: bytes
+    # What .excluded is built from until it is first read: the candidates, the
+    # excluded rows and their reason codes. One slot, read once, so a thread
+    # racing the first access sees either all of it or the finished tuple.
+    _pending: tuple[Sequence[MemoryRecord], Sequence[int], bytes] | None
 
     def __init__(
         self, active: Iterable[MemoryRecord], excluded: Iterable[Exclusion], trace: Trace
@@ -144,9 +146,7 @@ class Resolution:
         set_field(self, "active", tuple(active))
         set_field(self, "_excluded", tuple(excluded))
         set_field(self, "trace", trace)
-        set_field(self, "_candidates", ())
-        set_field(self, "_excluded_rows", ())
-        set_field(self, "_excluded_codes", b"")
+        set_field(self, "_pending", None)
 
     @classmethod
     def from_raw(cls, candidates: Sequence[MemoryRecord], raw: RawResolution) -> Resolution:
@@ -167,9 +167,7 @@ class Resolution:
         set_field(self, "active", raw.active)
         set_field(self, "_excluded", None)
         set_field(self, "trace", trace)
-        set_field(self, "_candidates", candidates)
-        set_field(self, "_excluded_rows", raw.excluded_rows)
-        set_field(self, "_excluded_codes", codes)
+        set_field(self, "_pending", (candidates, raw.excluded_rows, codes))
         return self
 
     @property
@@ -177,15 +175,17 @@ class Resolution:
         """One ``Exclusion`` per non-winning candidate, sorted by id."""
         excluded = self._excluded
         if excluded is None:
-            candidates = self._candidates
+            pending = self._pending
+            if pending is None:  # another thread finished it meanwhile
+                return self.excluded
+            candidates, rows, codes = pending
             excluded = tuple(
                 _exclusion(candidates[row].id, _REASONS[code])
-                for row, code in zip(self._excluded_rows, self._excluded_codes, strict=True)
+                for row, code in zip(rows, codes, strict=True)
             )
             set_field = object.__setattr__
             set_field(self, "_excluded", excluded)
-            set_field(self, "_candidates", ())  # the records are no longer needed
-            set_field(self, "_excluded_rows", ())
+            set_field(self, "_pending", None)  # the candidates are no longer needed
         return excluded
 
     def __setattr__(self, name: str, value: object) -> None:

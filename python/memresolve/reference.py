@@ -39,7 +39,13 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext, check_records
+from memresolve._records import (
+    ForgetTombstone,
+    MemoryRecord,
+    RetrievalContext,
+    check_records,
+    check_tombstone_scope,
+)
 from memresolve._result import RawResolution
 from memresolve._scopes import (
     CharacterScope,
@@ -253,6 +259,8 @@ def resolve_rows(
     The context and tombstones are already checked by the facade.
     """
     checked = check_records(records)
+    for row, tombstone in enumerate(tombstones):
+        check_tombstone_scope(tombstone, row)
     outcomes = decide(checked, context, tombstones)
     active = sorted(
         (row for row, outcome in enumerate(outcomes) if outcome is None),

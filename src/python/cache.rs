@@ -16,10 +16,14 @@ pub(crate) struct Package {
     pub authorities: [Py<PyAny>; 4],
     /// `UserScope`, `CharacterScope`, `ConversationScope`, `SceneScope`: kind order.
     pub scope_types: [Py<PyAny>; 4],
+    /// `_records.MemoryRecord`: the one class whose instances are read directly.
+    pub memory_record: Py<PyAny>,
     /// `_records.normalize_record_field(record_id, field, value)`.
     pub normalize_record_field: Py<PyAny>,
     /// `_records.native_core_of(record, row)`.
     pub native_core_of: Py<PyAny>,
+    /// `_records.check_tombstone_scope(tombstone, row)`.
+    pub check_tombstone_scope: Py<PyAny>,
     /// `_records.duplicate_id_error(record_id, earlier, row)`.
     pub duplicate_id_error: Py<PyAny>,
     /// `datetime.timezone.utc`.
@@ -55,8 +59,10 @@ impl Package {
                 scope_type("ConversationScope")?,
                 scope_type("SceneScope")?,
             ],
+            memory_record: records.getattr("MemoryRecord")?.unbind(),
             normalize_record_field: records.getattr("normalize_record_field")?.unbind(),
             native_core_of: records.getattr("native_core_of")?.unbind(),
+            check_tombstone_scope: records.getattr("check_tombstone_scope")?.unbind(),
             duplicate_id_error: records.getattr("duplicate_id_error")?.unbind(),
             utc: py
                 .import("datetime")?

@@ -76,8 +76,9 @@ pub(crate) fn exact_text<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
     value.cast_exact::<PyString>().ok()?.to_str().ok()
 }
 
-/// The kind and ids of a scope object of one of the four exact scope classes.
-/// Scope objects are checked when built, so their ids are non-empty `str`.
+/// The kind and ids of a scope object of one of the four exact scope classes
+/// whose ids are exact, valid, non-empty `str` (`None`: let the rules decide;
+/// a scope is checked when built, but a frozen object can still be altered).
 pub(crate) fn scope_fields(
     package: &Package,
     scope: &Bound<'_, PyAny>,
@@ -98,16 +99,20 @@ pub(crate) fn scope_fields(
             Some(pyo3::intern!(py, "scene_id")),
         ),
     };
-    let read = |name: &Bound<'_, PyString>| -> PyResult<String> {
-        Ok(scope
-            .getattr(name)?
-            .cast::<PyString>()?
-            .to_str()?
-            .to_owned())
+    let read = |name: &Bound<'_, PyString>| -> PyResult<Option<String>> {
+        let value = scope.getattr(name)?;
+        Ok(exact_text(&value)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned))
     };
-    let first = read(first)?;
+    let Some(first) = read(first)? else {
+        return Ok(None);
+    };
     let second = match second {
-        Some(name) => read(name)?,
+        Some(name) => match read(name)? {
+            Some(text) => text,
+            None => return Ok(None),
+        },
         None => String::new(),
     };
     Ok(Some((kind, first, second)))

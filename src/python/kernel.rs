@@ -75,9 +75,17 @@ struct OwnedTombstone {
 }
 
 impl OwnedTombstone {
-    fn read(package: &Package, tombstone: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let scope = scope_fields(package, &tombstone.getattr("scope")?)?
-            .ok_or_else(|| InternalError::new_err("a checked tombstone has no scope"))?;
+    fn read(package: &Package, tombstone: &Bound<'_, PyAny>, row: usize) -> PyResult<Self> {
+        let Some(scope) = scope_fields(package, &tombstone.getattr("scope")?)? else {
+            // Altered since it was built: the rule raises the reference's error.
+            package
+                .check_tombstone_scope
+                .bind(tombstone.py())
+                .call1((tombstone, row))?;
+            return Err(InternalError::new_err(
+                "a tombstone scope passed its rule but not the native reader",
+            ));
+        };
         Ok(Self {
             key: text(tombstone, "key")?,
             scope,
@@ -99,29 +107,71 @@ impl OwnedTombstone {
     }
 }
 
-/// Every candidate's native storage, in row order. A record on the
-/// pure-Python storage is copied; anything else raises the facade's error
-/// (both through `memresolve._records.native_core_of`).
+/// Every candidate's native storage, in row order, up to the first row that
+/// is not a record (whose error is returned beside them: a repeated id
+/// before it must be reported first, as the reference checks row by row). Only an exact `MemoryRecord` is read directly; a
+/// subclass (which may override a field) or a record on the pure-Python
+/// storage is copied from its attributes, and anything else is rejected, both
+/// by `memresolve._records.native_core_of`.
 fn cores<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
-) -> PyResult<Vec<Bound<'py, RecordCore>>> {
+) -> PyResult<(Vec<Bound<'py, RecordCore>>, Option<PyErr>)> {
     let py = records.py();
+    let memory_record = package.memory_record.bind(py);
     let mut cores = Vec::with_capacity(records.len());
+    let mut not_a_record = None;
     for (row, candidate) in records.iter().enumerate() {
-        let core = match candidate.cast::<RecordCore>() {
-            // A bare RecordCore is not a MemoryRecord: the fallback rejects it.
-            Ok(core) if !candidate.is_exact_instance_of::<RecordCore>() => core.clone(),
-            _ => package
-                .native_core_of
-                .bind(py)
-                .call1((&candidate, row))?
-                .cast_into::<RecordCore>()
-                .map_err(|_| InternalError::new_err("native_core_of returned something else"))?,
+        let direct = if candidate.get_type().is(memory_record) {
+            candidate.cast::<RecordCore>().ok().cloned()
+        } else {
+            None
+        };
+        let core = match direct {
+            Some(core) => core,
+            None => match package.native_core_of.bind(py).call1((&candidate, row)) {
+                Ok(copy) => copy.cast_into::<RecordCore>().map_err(|_| {
+                    InternalError::new_err("native_core_of returned something else")
+                })?,
+                Err(error) => {
+                    not_a_record = Some(error);
+                    break;
+                }
+            },
         };
         cores.push(core);
     }
-    Ok(cores)
+    Ok((cores, not_a_record))
+}
+
+/// Every candidate has exactly one outcome: the core guarantees it, and a
+/// broken guarantee must be an exception, never a silently wrong answer.
+fn check_partition(resolution: &crate::resolve::Resolution, candidates: usize) -> PyResult<()> {
+    let mut seen = vec![false; candidates];
+    let rows = resolution
+        .active
+        .iter()
+        .copied()
+        .chain(resolution.excluded.iter().map(|&(row, _)| row));
+    let mut count = 0_usize;
+    for row in rows {
+        match seen.get_mut(row) {
+            Some(slot) if !*slot => *slot = true,
+            _ => {
+                return Err(InternalError::new_err(
+                    "the native kernel reported a candidate twice or an unknown row",
+                ))
+            }
+        }
+        count += 1;
+    }
+    if count == candidates {
+        Ok(())
+    } else {
+        Err(InternalError::new_err(
+            "the native kernel did not account for every candidate",
+        ))
+    }
 }
 
 fn row_number(row: usize) -> PyResult<u32> {
@@ -144,7 +194,7 @@ pub(crate) fn resolve_rows<'py>(
     Bound<'py, PyBytes>,
 )> {
     let package = Package::get(py)?;
-    let cores = cores(package, records)?;
+    let (cores, not_a_record) = cores(package, records)?;
     let mut candidates = CandidateSet::with_capacity(cores.len());
     for core in &cores {
         candidates.push(core.get().native().record());
@@ -157,10 +207,14 @@ pub(crate) fn resolve_rows<'py>(
             .call1((id, earlier, row))?;
         return Err(PyErr::from_value(error));
     }
+    if let Some(error) = not_a_record {
+        return Err(error);
+    }
     let context = OwnedContext::read(package, context)?;
     let tombstones = tombstones
         .iter()
-        .map(|tombstone| OwnedTombstone::read(package, &tombstone))
+        .enumerate()
+        .map(|(row, tombstone)| OwnedTombstone::read(package, &tombstone, row))
         .collect::<PyResult<Vec<_>>>()?;
     let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
     let run = || {
@@ -176,6 +230,7 @@ pub(crate) fn resolve_rows<'py>(
         run()
     };
 
+    check_partition(&resolution, candidates.len())?;
     let winners = resolution
         .active
         .iter()
