@@ -12,8 +12,12 @@
 //! - [`model`]: the shared vocabulary (the code tables both implementations
 //!   agree on) and the injective scope identifier;
 //! - [`resolve`]: the pipeline of `SPEC.md` §2 over a columnar candidate set,
-//!   one module per stage.
+//!   one module per stage;
+//! - [`batch`]: the batch form of §4, every context of a store, in parallel.
 
+#[cfg(feature = "arrow")]
+pub mod arrow_input;
+pub mod batch;
 pub mod model;
 pub mod resolve;
 

@@ -18,7 +18,15 @@
 (['Marlowe'], <Reason.SUPERSEDED: 'superseded'>)
 """
 
-from memresolve._api import resolve
+from memresolve._api import resolve, resolve_batch
+from memresolve._arrow import (
+    contexts_from_arrow,
+    contexts_to_arrow,
+    records_from_arrow,
+    records_to_arrow,
+    tombstones_from_arrow,
+    tombstones_to_arrow,
+)
 from memresolve._backend import backend_name
 from memresolve._jsonl import (
     read_contexts,
@@ -71,12 +79,19 @@ __all__ = [
     "UserScope",
     "__version__",
     "backend_name",
+    "contexts_from_arrow",
+    "contexts_to_arrow",
     "read_contexts",
     "read_records",
     "read_tombstones",
+    "records_from_arrow",
+    "records_to_arrow",
     "resolve",
+    "resolve_batch",
     "scope_id",
     "to_prompt_memory",
+    "tombstones_from_arrow",
+    "tombstones_to_arrow",
     "write_contexts",
     "write_records",
     "write_tombstones",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from memresolve import _backend
 from memresolve._backend import Kernel
@@ -10,7 +11,10 @@ from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
 from memresolve._result import Resolution
 from memresolve.errors import InternalError, InvalidInputError
 
-__all__ = ["resolve", "resolve_with"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["resolve", "resolve_batch", "resolve_with"]
 
 
 def resolve(
@@ -31,6 +35,39 @@ def resolve(
             id, or the context or a tombstone has the wrong type.
     """
     return resolve_with(_backend.SELECTED, records, context, tombstones)
+
+
+def resolve_batch(
+    records: object,
+    contexts: object,
+    *,
+    tombstones: object | None = None,
+    include_excluded: bool = False,
+) -> pa.Table:
+    """Resolve every context over one store of records, on Arrow tables (SPEC §4).
+
+    ``records``, ``contexts`` and ``tombstones`` are anything that implements
+    the Arrow PyCapsule interface: a pyarrow ``Table``/``RecordBatch``/
+    ``RecordBatchReader``, a polars ``DataFrame``, a duckdb result. Their
+    columns are documented in ``memresolve._arrow`` and the README; extra
+    columns (such as ``value``) are ignored, so private text need not be
+    loaded.
+
+    Returns a pyarrow ``Table`` with ``context_id``, ``record_id`` and
+    ``decision`` (dictionary-encoded: ``active`` or an exclusion reason). For
+    each context, in input order: its winners in ``active`` order, then, with
+    ``include_excluded``, its other candidates by record id. Records outside a
+    context's scopes are not rows. Every context's rows equal
+    ``resolve(all records, that context)`` less its scope exclusions.
+
+    Raises:
+        InvalidInputError: an input is not Arrow, or breaks a rule; the error
+            names the column (``field``) and the first bad row (``row``).
+    """
+    result: pa.Table = _backend.SELECTED_BATCH(
+        records, contexts, tombstones=tombstones, include_excluded=include_excluded
+    )
+    return result
 
 
 def resolve_with(

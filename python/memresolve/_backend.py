@@ -9,7 +9,7 @@ reference runs; forced, it is an error.
 from __future__ import annotations
 
 import warnings
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from memresolve import _native_loader, reference
 from memresolve._native_loader import CHOICES, ENV_VAR, StaleBuildError
@@ -21,10 +21,13 @@ __all__ = [
     "CHOICES",
     "ENV_VAR",
     "SELECTED",
+    "SELECTED_BATCH",
+    "BatchResolver",
     "Kernel",
     "available_backends",
     "backend_name",
     "get_backend",
+    "get_batch_resolver",
 ]
 
 
@@ -51,6 +54,19 @@ class Kernel(Protocol):
 _reference_kernel: Kernel = reference  # mypy checks the reference against the protocol here
 
 
+class BatchResolver(Protocol):
+    """``resolve_batch`` of a backend (see ``memresolve.resolve_batch``)."""
+
+    def __call__(
+        self,
+        records: object,
+        contexts: object,
+        *,
+        tombstones: object | None = None,
+        include_excluded: bool = False,
+    ) -> Any: ...
+
+
 class NativeKernel:
     """The Rust kernel, ``memresolve._native.resolve_rows``, as a ``Kernel``."""
 
@@ -67,6 +83,16 @@ class NativeKernel:
     ) -> RawResolution:
         active, excluded_rows, excluded_codes = self._resolve_rows(records, context, tombstones)
         return RawResolution(active, memoryview(excluded_rows).cast("I"), excluded_codes)
+
+
+def get_batch_resolver(name: str) -> BatchResolver:
+    """The ``resolve_batch`` of the backend called ``name``, for tests and benchmarks."""
+    if name == "reference":
+        return reference.resolve_batch
+    if name == "native":
+        batch: BatchResolver = _native_loader.load().resolve_batch
+        return batch
+    raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
 
 
 def get_backend(name: str) -> Kernel:
@@ -100,6 +126,7 @@ def _select() -> Kernel:
 
 
 SELECTED: Kernel = _select()
+SELECTED_BATCH: BatchResolver = get_batch_resolver(SELECTED.NAME)
 
 
 def backend_name() -> str:

@@ -2,6 +2,7 @@
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from typing_extensions import disjoint_base
 
@@ -17,6 +18,7 @@ __all__ = [
     "STATUS_NAMES",
     "RecordCore",
     "__version__",
+    "resolve_batch",
     "resolve_rows",
     "scope_id",
 ]
@@ -88,3 +90,12 @@ def resolve_rows(
     tombstones: tuple[ForgetTombstone, ...],
 ) -> tuple[tuple[MemoryRecord, ...], bytes, bytes]:
     """The winners, the excluded rows (native-endian u32 bytes) and their reason codes."""
+
+def resolve_batch(
+    records: object,
+    contexts: object,
+    *,
+    tombstones: object | None = None,
+    include_excluded: bool = False,
+) -> Any:
+    """Every context of a store, on Arrow (see ``memresolve.resolve_batch``); a pyarrow Table."""

@@ -46,7 +46,7 @@ def load() -> ModuleType:
             f"memresolve._native was built from version {_native.__version__} but the package"
             f" is {__version__}: rebuild it (pip install -e .)"
         )
-    if not hasattr(_native, "resolve_rows") or not hasattr(_native, "RecordCore"):
+    if not all(hasattr(_native, name) for name in ("resolve_rows", "RecordCore", "resolve_batch")):
         raise StaleBuildError(
             f"memresolve._native {_native.__version__} has no resolver: it was built from older"
             " sources; rebuild it (pip install -e .)"

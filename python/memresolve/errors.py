@@ -29,6 +29,7 @@ class InvalidInputError(MemresolveError, ValueError):
         record_id: id of the offending record, when there is one and it is valid.
         field: name of the offending field (dotted for nested ones, ``scope.user_id``).
         line: 1-based line number, when the input came from a JSON Lines file.
+        row: 0-based row index, when the input came from an Arrow table.
     """
 
     def __init__(
@@ -38,21 +39,30 @@ class InvalidInputError(MemresolveError, ValueError):
         record_id: str | None = None,
         field: str | None = None,
         line: int | None = None,
+        row: int | None = None,
     ) -> None:
         super().__init__(message)
         self.record_id = record_id
         self.field = field
         self.line = line
+        self.row = row
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keep the attributes across pickling (multiprocessing workers).
-        return (_rebuild_invalid_input, (self.args[0], self.record_id, self.field, self.line))
+        return (
+            _rebuild_invalid_input,
+            (self.args[0], self.record_id, self.field, self.line, self.row),
+        )
 
 
 def _rebuild_invalid_input(
-    message: str, record_id: str | None, field: str | None, line: int | None
+    message: str,
+    record_id: str | None,
+    field: str | None,
+    line: int | None,
+    row: int | None = None,
 ) -> InvalidInputError:
-    return InvalidInputError(message, record_id=record_id, field=field, line=line)
+    return InvalidInputError(message, record_id=record_id, field=field, line=line, row=row)
 
 
 class BackendUnavailableError(MemresolveError, ImportError):

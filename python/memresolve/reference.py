@@ -59,6 +59,8 @@ from memresolve._types import Reason, Status
 from memresolve._validate import to_micros
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from memresolve._result import Resolution
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "losers_by_precedence",
     "precedence_key",
     "resolve",
+    "resolve_batch",
     "resolve_rows",
     "scope_id",
     "scope_matches",
@@ -292,3 +295,40 @@ def resolve(
     from memresolve import _api, reference  # noqa: PLC0415, PLW0406
 
     return _api.resolve_with(reference, records, context, tombstones)
+
+
+def resolve_batch(
+    records: object,
+    contexts: object,
+    *,
+    tombstones: object | None = None,
+    include_excluded: bool = False,
+) -> pa.Table:
+    """``memresolve.resolve_batch`` the obvious way: ``resolve`` once per context.
+
+    Slow (every context scans every record) and the oracle of the native
+    batch: for each context, in input order, its winners in ``active`` order,
+    then (with ``include_excluded``) its exclusions by id, scope exclusions left
+    out (SPEC §4).
+    """
+    from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+
+    candidates = _arrow.read_records_table(records, with_values=False)
+    targets = _arrow.read_contexts_table(contexts)
+    forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
+    context_ids: list[str] = []
+    record_ids: list[str] = []
+    decisions: list[int] = []
+    for context_id, context in targets:
+        result = resolve(candidates, context, tombstones=forgets)
+        for winner in result.active:
+            context_ids.append(context_id)
+            record_ids.append(winner.id)
+            decisions.append(0)
+        if include_excluded:
+            for exclusion in result.excluded:
+                if exclusion.reason is not Reason.SCOPE:
+                    context_ids.append(context_id)
+                    record_ids.append(exclusion.id)
+                    decisions.append(_REASON_CODE[exclusion.reason] + 1)
+    return _arrow.decision_table(context_ids, record_ids, decisions)

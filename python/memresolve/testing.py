@@ -45,6 +45,7 @@ __all__ = [
     "BASE_NOW",
     "ID_ALPHABET",
     "Scenario",
+    "Store",
     "Universe",
     "authorities",
     "confidences",
@@ -55,6 +56,7 @@ __all__ = [
     "scenarios",
     "scopes",
     "statuses",
+    "stores",
     "tombstones",
     "universes",
     "versions",
@@ -229,18 +231,9 @@ class Scenario:
 _EDGE_KINDS = ("none", "none", "previous", "previous", "any", "self", "dangling")
 
 
-@st.composite
-def scenarios(
-    draw: st.DrawFn, *, max_records: int = 12, max_tombstones: int = 3, now: datetime = BASE_NOW
-) -> Scenario:
-    """A whole call: universe, context, records with supersession edges, tombstones.
-
-    Edges point at the previous record (building chains), at any record
-    (building cycles and cross-key or cross-scope edges), at the record itself,
-    or at an id that is not there.
-    """
-    universe = draw(universes())
-    context = draw(contexts(universe, now))
+def _records_with_edges(
+    draw: st.DrawFn, universe: Universe, max_records: int, now: datetime
+) -> tuple[MemoryRecord, ...]:
     ids = draw(st.lists(identifiers(4), max_size=max_records, unique=True))
     records = []
     for position, record_id in enumerate(ids):
@@ -261,5 +254,55 @@ def scenarios(
                 )
             )
         )
+    return tuple(records)
+
+
+@st.composite
+def scenarios(
+    draw: st.DrawFn, *, max_records: int = 12, max_tombstones: int = 3, now: datetime = BASE_NOW
+) -> Scenario:
+    """A whole call: universe, context, records with supersession edges, tombstones.
+
+    Edges point at the previous record (building chains), at any record
+    (building cycles and cross-key or cross-scope edges), at the record itself,
+    or at an id that is not there.
+    """
+    universe = draw(universes())
+    context = draw(contexts(universe, now))
+    records = _records_with_edges(draw, universe, max_records, now)
     forgets = draw(st.lists(tombstones(universe, now), max_size=max_tombstones))
-    return Scenario(tuple(records), context, tuple(forgets))
+    return Scenario(records, context, tuple(forgets))
+
+
+@dataclass(frozen=True)
+class Store:
+    """A store for the batch form: records shared by several contexts, and tombstones."""
+
+    records: tuple[MemoryRecord, ...]
+    contexts: tuple[tuple[str, RetrievalContext], ...]
+    tombstones: tuple[ForgetTombstone, ...]
+
+
+@st.composite
+def stores(
+    draw: st.DrawFn,
+    *,
+    max_records: int = 24,
+    max_contexts: int = 5,
+    max_tombstones: int = 4,
+    now: datetime = BASE_NOW,
+) -> Store:
+    """Several users, characters, conversations and scenes sharing one store of records.
+
+    Records carry chains, cycles, cross-scope and dangling edges as in
+    ``scenarios``; each context has its own ``now`` near ``now`` and an id
+    ``ctx-<n>``.
+    """
+    universe = draw(universes())
+    records = _records_with_edges(draw, universe, max_records, now)
+    moments = draw(st.lists(instants(now), max_size=max_contexts))
+    targets = tuple(
+        (f"ctx-{n}", draw(contexts(universe, moment))) for n, moment in enumerate(moments)
+    )
+    forgets = draw(st.lists(tombstones(universe, now), max_size=max_tombstones))
+    return Store(records, targets, tuple(forgets))

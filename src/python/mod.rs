@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod batch;
 mod cache;
 mod convert;
 mod kernel;
@@ -27,6 +28,9 @@ mod _native {
 
     #[pymodule_export]
     use super::kernel::resolve_rows;
+
+    #[pymodule_export]
+    use super::batch::resolve_batch;
 
     #[pymodule_export]
     use super::record::RecordCore;

@@ -8,7 +8,7 @@
 
 pub mod candidates;
 pub mod forget;
-mod hash;
+pub(crate) mod hash;
 pub mod order;
 pub mod precedence;
 pub mod scope;

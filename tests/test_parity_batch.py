@@ -1,0 +1,368 @@
+"""The batch form (SPEC §4): native against reference, and against ``resolve`` per context.
+
+Also every producer and column encoding the Arrow input accepts, and one test
+per rejection rule (both backends name the same column and row).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+
+import memresolve as mr
+from conftest import PARITY_EXAMPLES
+from memresolve import reference
+from memresolve._backend import BatchResolver, available_backends, get_batch_resolver
+from memresolve.testing import Store, stores
+from story import ADA, HARBOR_NIGHTS, RAINCOAT_SCENE, ROWAN, context, day, record
+
+BACKENDS = available_backends()
+
+
+def _rows(table: pa.Table) -> list[tuple[str, str, str]]:
+    return [(r["context_id"], r["record_id"], r["decision"]) for r in table.to_pylist()]
+
+
+def _expected_rows(store: Store, *, include_excluded: bool) -> list[tuple[str, str, str]]:
+    """SPEC §4's definition: per context, ``resolve(all records)`` less scope exclusions."""
+    rows = []
+    for context_id, ctx in store.contexts:
+        result = reference.resolve(store.records, ctx, tombstones=store.tombstones)
+        rows += [(context_id, r.id, "active") for r in result.active]
+        if include_excluded:
+            rows += [
+                (context_id, e.id, e.reason.value)
+                for e in result.excluded
+                if e.reason is not mr.Reason.SCOPE
+            ]
+    return rows
+
+
+def _tables(store: Store) -> tuple[pa.Table, pa.Table, pa.Table]:
+    return (
+        mr.records_to_arrow(store.records),
+        mr.contexts_to_arrow(store.contexts),
+        mr.tombstones_to_arrow(store.tombstones),
+    )
+
+
+@settings(max_examples=max(50, PARITY_EXAMPLES // 4))
+@given(stores())
+def test_every_backend_equals_resolve_per_context(store: Store) -> None:
+    records, contexts, tombstones = _tables(store)
+    for include_excluded in (False, True):
+        expected = _expected_rows(store, include_excluded=include_excluded)
+        for backend in BACKENDS:
+            result = get_batch_resolver(backend)(
+                records, contexts, tombstones=tombstones, include_excluded=include_excluded
+            )
+            assert _rows(result) == expected, backend
+
+
+@settings(max_examples=max(50, PARITY_EXAMPLES // 4))
+@given(stores())
+def test_native_and_reference_tables_are_identical(store: Store) -> None:
+    records, contexts, tombstones = _tables(store)
+    tables = [
+        get_batch_resolver(backend)(records, contexts, tombstones=tombstones, include_excluded=True)
+        for backend in BACKENDS
+    ]
+    assert all(table.equals(tables[0]) for table in tables)
+    assert tables[0].schema.field("decision").type == pa.dictionary(pa.int8(), pa.string())
+
+
+@settings(max_examples=50)
+@given(stores())
+def test_converters_round_trip(store: Store) -> None:
+    records, contexts, tombstones = _tables(store)
+    assert tuple(mr.records_from_arrow(records)) == store.records
+    assert tuple(mr.contexts_from_arrow(contexts)) == store.contexts
+    assert tuple(mr.tombstones_from_arrow(tombstones)) == store.tombstones
+
+
+# Producers and encodings -----------------------------------------------------------------
+
+
+def _story() -> Store:
+    records = (
+        record("harbor", value="Harbor", authority="model-inferred", valid_from=day(1)),
+        record(
+            "marlowe",
+            value="Marlowe",
+            authority="user-corrected",
+            supersedes="harbor",
+            valid_from=day(2),
+        ),
+        record("rowan-rank", key="rank", scope=ROWAN, valid_from=day(3)),
+        record("raincoat", key="outfit", scope=RAINCOAT_SCENE, valid_from=day(4)),
+        record(
+            "harbor-nights",
+            key="place",
+            scope=HARBOR_NIGHTS,
+            valid_from=day(5),
+            valid_until=day(31),
+        ),
+        record("old-place", key="place", scope=HARBOR_NIGHTS, valid_from=day(1), version=0),
+        record("forgotten", key="secret", valid_from=day(6)),
+        record("other-user", scope=mr.UserScope("u-bob"), valid_from=day(1)),
+        record("future", key="plan", valid_from=day(29) + timedelta(days=400)),
+    )
+    contexts = (
+        ("in-scene", context()),
+        ("no-scene", context(scene_id=None)),
+        ("bob", context(user_id="u-bob", now=day(3))),
+        ("early", context(now=day(2))),
+    )
+    tombstones = (
+        mr.ForgetTombstone(
+            key="secret", scope=ADA, forgotten_at=day(7), blocks_sources_before=day(7)
+        ),
+    )
+    return Store(records, contexts, tombstones)
+
+
+STORY = _story()
+STORY_ROWS = _expected_rows(STORY, include_excluded=True)
+
+
+def _recast(
+    table: pa.Table, names: tuple[str, ...], to: Callable[[pa.DataType], pa.DataType]
+) -> pa.Table:
+    for name in names:
+        if name in table.column_names:
+            position = table.column_names.index(name)
+            column = table.column(name)
+            table = table.set_column(position, name, column.cast(to(column.type)))
+    return table
+
+
+_TEXT = ("id", "key", "scope_kind", "user_id", "character_id", "conversation_id", "scene_id",
+         "status", "authority", "supersedes", "context_id")  # fmt: skip
+_TIMES = (
+    "valid_from",
+    "valid_until",
+    "observed_at",
+    "now",
+    "forgotten_at",
+    "blocks_sources_before",
+)
+
+
+def _dictionary(table: pa.Table) -> pa.Table:
+    for name in _TEXT:
+        if name in table.column_names:
+            position = table.column_names.index(name)
+            table = table.set_column(position, name, table.column(name).dictionary_encode())
+    return table
+
+
+def _chunked(table: pa.Table) -> pa.Table:
+    # Three chunks of uneven length, each a slice with an offset into one array.
+    batches = table.combine_chunks().to_batches()
+    whole = batches[0] if batches else None
+    if whole is None or whole.num_rows < 3:
+        return table
+    return pa.Table.from_batches([whole.slice(0, 1), whole.slice(1, 2), whole.slice(3)])
+
+
+def _sliced(table: pa.Table) -> pa.Table:
+    # Padding rows before and after, sliced away: the arrays keep an offset.
+    padded = pa.concat_tables([table.slice(0, 1), table, table.slice(0, 1)]).combine_chunks()
+    return padded.slice(1, table.num_rows)
+
+
+ENCODINGS: dict[str, Callable[[pa.Table], pa.Table]] = {
+    "plain": lambda t: t,
+    "large_string": lambda t: _recast(t, _TEXT, lambda _: pa.large_string()),
+    "string_view": lambda t: _recast(t, _TEXT, lambda _: pa.string_view()),
+    "dictionary": _dictionary,
+    "chunked": _chunked,
+    "sliced": _sliced,
+    "ns": lambda t: _recast(t, _TIMES, lambda k: pa.timestamp("ns", tz=k.tz)),
+    "ms": lambda t: _recast(t, _TIMES, lambda k: pa.timestamp("ms", tz=k.tz)),
+    "s": lambda t: _recast(t, _TIMES, lambda k: pa.timestamp("s", tz=k.tz)),
+    "new-york": lambda t: _recast(t, _TIMES, lambda k: pa.timestamp(k.unit, tz="America/New_York")),
+    "int32-version": lambda t: _recast(t, ("version",), lambda _: pa.int32()),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("encoding", list(ENCODINGS))
+def test_column_encodings(backend: str, encoding: str) -> None:
+    encode = ENCODINGS[encoding]
+    records, contexts, tombstones = (encode(t) for t in _tables(STORY))
+    result = get_batch_resolver(backend)(
+        records, contexts, tombstones=tombstones, include_excluded=True
+    )
+    assert _rows(result) == STORY_ROWS
+
+
+def _producers() -> dict[str, Callable[[pa.Table], Any]]:
+    return {
+        "pyarrow-table": lambda t: t,
+        "pyarrow-record-batch": lambda t: t.combine_chunks().to_batches()[0] if t.num_rows else t,
+        "pyarrow-reader": lambda t: pa.RecordBatchReader.from_batches(t.schema, t.to_batches()),
+        "polars": pl.from_arrow,
+        "duckdb": lambda t: duckdb.sql("select * from t"),
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("producer", list(_producers()))
+def test_producers(backend: str, producer: str) -> None:
+    produce = _producers()[producer]
+    records, contexts, tombstones = _tables(STORY)
+    result = get_batch_resolver(backend)(
+        produce(records), produce(contexts), tombstones=produce(tombstones), include_excluded=True
+    )
+    assert _rows(result) == STORY_ROWS
+
+
+def test_extra_columns_are_ignored_and_value_is_not_needed() -> None:
+    records, contexts, tombstones = _tables(STORY)
+    records = records.drop_columns(["value", "source_message_ids", "confidence"]).append_column(
+        "embedding", pa.array([[0.1, 0.2]] * records.num_rows)
+    )
+    for backend in BACKENDS:
+        result = get_batch_resolver(backend)(
+            records, contexts, tombstones=tombstones, include_excluded=True
+        )
+        assert _rows(result) == STORY_ROWS
+
+
+def test_facade_and_empty_inputs() -> None:
+    records, contexts, tombstones = _tables(STORY)
+    assert _rows(mr.resolve_batch(records, contexts, tombstones=tombstones)) == [
+        row for row in STORY_ROWS if row[2] == "active"
+    ]
+    empty = Store((), (), ())
+    for backend in BACKENDS:
+        resolve_batch = get_batch_resolver(backend)
+        assert resolve_batch(*_tables(empty)[:2]).num_rows == 0
+        assert resolve_batch(_tables(empty)[0], contexts).num_rows == 0
+        assert resolve_batch(records, _tables(empty)[1]).num_rows == 0
+
+
+# One test per rejection rule -------------------------------------------------------------
+
+
+def _error(
+    resolve_batch: BatchResolver, records: pa.Table, contexts: pa.Table, tombstones: pa.Table | None
+) -> tuple[object, ...]:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        resolve_batch(records, contexts, tombstones=tombstones)
+    return (caught.value.field, caught.value.row)
+
+
+def _set(
+    table: pa.Table, name: str, values: list[Any], kind: pa.DataType | None = None
+) -> pa.Table:
+    column = pa.array(values, kind if kind is not None else table.schema.field(name).type)
+    return table.set_column(table.column_names.index(name), name, column)
+
+
+def _with_row(table: pa.Table, name: str, row: int, value: Any) -> pa.Table:
+    values = table.column(name).to_pylist()
+    values[row] = value
+    return _set(table, name, values)
+
+
+R, C, T = _tables(STORY)
+UTC_MICROS = pa.timestamp("us", tz="UTC")
+
+REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[object, ...]]] = {
+    "not-arrow": (([{"id": "x"}], C, None), ("records", None)),
+    "missing-column": ((R.drop_columns(["status"]), C, None), ("status", None)),
+    "missing-context-column": ((R, C.drop_columns(["now"]), None), ("now", None)),
+    "wrong-type": (
+        (_set(R, "version", [1.5] * R.num_rows, pa.float64()), C, None),
+        ("version", None),
+    ),
+    "wrong-string-type": ((_set(R, "key", [1] * R.num_rows, pa.int64()), C, None), ("key", None)),
+    "timestamp-without-zone": (
+        (_set(R, "valid_from", [datetime(2026, 7, 1)] * R.num_rows, pa.timestamp("us")), C, None),
+        ("valid_from", None),
+    ),
+    "null-id": ((_with_row(R, "id", 3, None), C, None), ("id", 3)),
+    "empty-key": ((_with_row(R, "key", 2, ""), C, None), ("key", 2)),
+    "null-valid-from": ((_with_row(R, "valid_from", 4, None), C, None), ("valid_from", 4)),
+    "null-version": ((_with_row(R, "version", 1, None), C, None), ("version", 1)),
+    "null-context-user": ((R, _with_row(C, "user_id", 2, None), None), ("user_id", 2)),
+    "unknown-status": ((_with_row(R, "status", 5, "ACTIVE"), C, None), ("status", 5)),
+    "unknown-authority": ((_with_row(R, "authority", 0, "admin"), C, None), ("authority", 0)),
+    "unknown-scope-kind": ((_with_row(R, "scope_kind", 6, "team"), C, None), ("scope_kind", 6)),
+    "scope-id-missing": ((_with_row(R, "character_id", 2, None), C, None), ("character_id", 2)),
+    "scope-id-empty": ((_with_row(R, "scene_id", 3, ""), C, None), ("scene_id", 3)),
+    "tombstone-scope-id-missing": ((R, C, _with_row(T, "user_id", 0, None)), ("user_id", 0)),
+    "duplicate-record-id": ((_with_row(R, "id", 7, "harbor"), C, None), ("id", 7)),
+    "non-finite-confidence": (
+        (_with_row(R, "confidence", 2, float("nan")), C, None),
+        ("confidence", 2),
+    ),
+    "infinite-confidence": (
+        (_with_row(R, "confidence", 1, float("inf")), C, None),
+        ("confidence", 1),
+    ),
+    "confidence-out-of-range": ((_with_row(R, "confidence", 4, 1.5), C, None), ("confidence", 4)),
+    "empty-supersedes": ((_with_row(R, "supersedes", 0, ""), C, None), ("supersedes", 0)),
+    "first-bad-row-of-first-bad-column": (
+        (_with_row(_with_row(R, "status", 1, "nope"), "key", 5, None), C, None),
+        ("key", 5),
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("rule", list(REJECTIONS))
+def test_rejections(backend: str, rule: str) -> None:
+    (records, contexts, tombstones), expected = REJECTIONS[rule]
+    assert _error(get_batch_resolver(backend), records, contexts, tombstones) == expected
+
+
+def test_a_duplicate_id_names_the_record() -> None:
+    (records, contexts, _), _ = REJECTIONS["duplicate-record-id"]
+    for backend in BACKENDS:
+        with pytest.raises(mr.InvalidInputError) as caught:
+            get_batch_resolver(backend)(records, contexts)
+        assert caught.value.record_id == "harbor"
+        assert "row 7" in str(caught.value)
+
+
+def test_nanoseconds_are_floored_before_the_epoch_too() -> None:
+    # -1 ns is 1969-12-31T23:59:59.999999999: floored, it is -1 us, not 0.
+    records = _set(
+        _set(R.slice(0, 1), "valid_from", [-1], pa.int64()).set_column(
+            R.column_names.index("valid_from"),
+            "valid_from",
+            pa.array([-1], pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+        ),
+        "valid_until",
+        [0],
+        pa.int64(),
+    )
+    records = records.set_column(
+        records.column_names.index("valid_until"),
+        "valid_until",
+        pa.array([0], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+    )
+    at_zero = mr.contexts_to_arrow([("zero", context(now=datetime(1970, 1, 1, tzinfo=UTC)))])
+    before = mr.contexts_to_arrow(
+        [("before", context(now=datetime(1970, 1, 1, tzinfo=UTC) - timedelta(microseconds=1)))]
+    )
+    for backend in BACKENDS:
+        resolve_batch = get_batch_resolver(backend)
+        assert resolve_batch(records, at_zero).num_rows == 0  # valid_until 0 excludes at 0
+        assert _rows(resolve_batch(records, before)) == [("before", "harbor", "active")]
+
+
+def test_records_from_arrow_reads_what_resolve_batch_reads() -> None:
+    assert tuple(mr.records_from_arrow(R)) == STORY.records
+    assert dataclasses.replace(STORY.records[0], value="x") != STORY.records[0]
