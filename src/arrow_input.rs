@@ -121,22 +121,40 @@ impl<'t> TextChunk<'t> {
     }
 }
 
-/// A string column over all chunks.
+/// A string column over all chunks, one entry per row (`None` for null),
+/// read once with Arrow's own iterators and then scanned as a slice.
 pub struct TextColumn<'t> {
-    chunks: Vec<(usize, TextChunk<'t>)>,
+    values: Vec<Option<&'t str>>,
 }
 
 impl<'t> TextColumn<'t> {
-    /// Every row's string, `None` for null, in row order.
-    pub fn iter(&self) -> impl Iterator<Item = Option<&'t str>> + '_ {
-        self.chunks
-            .iter()
-            .flat_map(|(len, chunk)| (0..*len).map(move |index| chunk.get(index)))
+    fn read(chunks: &[(usize, TextChunk<'t>)], rows: usize) -> Self {
+        let mut values = Vec::with_capacity(rows);
+        for (len, chunk) in chunks {
+            match chunk {
+                TextChunk::Plain(Texts::Utf8(array)) => values.extend(array.iter()),
+                TextChunk::Plain(Texts::Large(array)) => values.extend(array.iter()),
+                TextChunk::Plain(Texts::View(array)) => values.extend(array.iter()),
+                TextChunk::Dictionary { .. } => values.extend((0..*len).map(|i| chunk.get(i))),
+            }
+        }
+        Self { values }
     }
 
-    /// An absent optional column: it yields no rows, read as null.
+    /// Every row's string, `None` for null, in row order.
+    pub fn iter(&self) -> impl Iterator<Item = Option<&'t str>> + '_ {
+        self.values.iter().copied()
+    }
+
+    /// Row `row`'s string (`None` for null, or for a row past the end).
+    #[must_use]
+    pub fn get(&self, row: usize) -> Option<&'t str> {
+        self.values.get(row).copied().flatten()
+    }
+
+    /// An absent optional column: every row reads as null.
     fn absent() -> Self {
-        Self { chunks: Vec::new() }
+        Self { values: Vec::new() }
     }
 }
 
@@ -243,7 +261,7 @@ impl<'t> Table<'t> {
                 .ok_or_else(|| self.wrong_type(column, "a string column", array.data_type()))?;
             texts.push((array.len(), chunk));
         }
-        Ok(TextColumn { chunks: texts })
+        Ok(TextColumn::read(&texts, self.rows))
     }
 
     /// A string column: each row non-null when `required`, non-empty when
@@ -278,7 +296,7 @@ impl<'t> Table<'t> {
     }
 
     /// An enum column: each row one of `names`; the codes.
-    pub fn codes(&self, column: &str, names: &[&str]) -> Checked<Vec<usize>> {
+    pub fn codes(&self, column: &str, names: &[&str]) -> Checked<Vec<u8>> {
         let text_column = self.text_chunks(column)?;
         let mut codes = Vec::with_capacity(self.rows);
         for (row, text) in text_column.iter().enumerate() {
@@ -291,17 +309,21 @@ impl<'t> Table<'t> {
                         Some(row),
                     ))
                 }
-                Some(text) => names.iter().position(|name| *name == text).ok_or_else(|| {
-                    let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
-                    self.fail(
-                        column,
-                        &format!(
-                            "has unknown value '{text}'; expected one of {}",
-                            allowed.join(", ")
-                        ),
-                        Some(row),
-                    )
-                })?,
+                Some(text) => names
+                    .iter()
+                    .position(|name| *name == text)
+                    .and_then(|code| u8::try_from(code).ok())
+                    .ok_or_else(|| {
+                        let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+                        self.fail(
+                            column,
+                            &format!(
+                                "has unknown value '{text}'; expected one of {}",
+                                allowed.join(", ")
+                            ),
+                            Some(row),
+                        )
+                    })?,
             };
             codes.push(code);
         }
@@ -533,21 +555,26 @@ impl<'t> Table<'t> {
         Ok(())
     }
 
+    /// The four scope id columns (type and validity checked; rows are checked
+    /// per scope kind by `scopes`).
+    fn scope_id_columns(&self) -> Checked<[TextColumn<'t>; 4]> {
+        Ok([
+            self.optional_text("user_id", false)?,
+            self.optional_text("character_id", false)?,
+            self.optional_text("conversation_id", false)?,
+            self.optional_text("scene_id", false)?,
+        ])
+    }
+
     /// Each row's scope, from `scope_kind` codes and the four id columns.
-    fn scopes(&self, kinds: &[usize]) -> Checked<Vec<ScopeRef<'t>>> {
+    fn scopes(&self, kinds: &[u8], ids: &[TextColumn<'t>; 4]) -> Checked<Vec<ScopeRef<'t>>> {
         let columns = ["user_id", "character_id", "conversation_id", "scene_id"];
-        let mut ids = Vec::with_capacity(4);
-        for column in columns {
-            ids.push(self.optional_text(column, false)?);
-        }
-        let mut iterators: Vec<_> = ids.iter().map(TextColumn::iter).collect();
         let mut scopes = Vec::with_capacity(self.rows);
         for (row, &code) in kinds.iter().enumerate() {
-            let mut row_ids: [Option<&'t str>; 4] = [None; 4];
-            for (slot, values) in row_ids.iter_mut().zip(iterators.iter_mut()) {
-                *slot = values.next().flatten();
-            }
-            let kind = ScopeKind::ALL.get(code).copied().unwrap_or(ScopeKind::User);
+            let kind = ScopeKind::ALL
+                .get(usize::from(code))
+                .copied()
+                .unwrap_or(ScopeKind::User);
             let needed: &[usize] = match kind {
                 ScopeKind::User => &[0],
                 ScopeKind::Character => &[0, 1],
@@ -556,24 +583,19 @@ impl<'t> Table<'t> {
             };
             let mut fields = ["", ""];
             for (slot, &index) in fields.iter_mut().zip(needed) {
-                let column = columns.get(index).copied().unwrap_or("scope");
-                let name = kind.name();
-                match row_ids.get(index).copied().flatten() {
-                    None => {
+                let value = ids.get(index).and_then(|column| column.get(row));
+                match value {
+                    Some(text) if !text.is_empty() => *slot = text,
+                    _ => {
+                        let column = columns.get(index).copied().unwrap_or("scope");
+                        let name = kind.name();
+                        let problem = if value.is_none() { "null" } else { "empty" };
                         return Err(self.fail(
                             column,
-                            &format!("is null; a {name} scope needs it"),
+                            &format!("is {problem}; a {name} scope needs it"),
                             Some(row),
-                        ))
+                        ));
                     }
-                    Some("") => {
-                        return Err(self.fail(
-                            column,
-                            &format!("is empty; a {name} scope needs it"),
-                            Some(row),
-                        ))
-                    }
-                    Some(text) => *slot = text,
                 }
             }
             let [first, second] = fields;
@@ -596,7 +618,7 @@ fn floor_to_micros(tick: i64, per_second: i64) -> Option<i64> {
     }
 }
 
-fn status_of(code: usize) -> Status {
+fn status_of(code: u8) -> Status {
     match code {
         1 => Status::Superseded,
         2 => Status::Expired,
@@ -605,7 +627,7 @@ fn status_of(code: usize) -> Status {
     }
 }
 
-fn authority_of(code: usize) -> Authority {
+fn authority_of(code: u8) -> Authority {
     match code {
         1 => Authority::RuleExtracted,
         2 => Authority::UserConfirmed,
@@ -616,21 +638,62 @@ fn authority_of(code: usize) -> Authority {
 
 /// The records table as a candidate set (rows in table order).
 pub fn read_records<'t>(table: &Table<'t>) -> Checked<CandidateSet<'t>> {
-    let ids = table.text("id", true, true)?;
-    let keys = table.text("key", true, true)?;
-    let kinds = table.codes("scope_kind", &SCOPE_KIND_NAMES)?;
-    for column in ["user_id", "character_id", "conversation_id", "scene_id"] {
-        table.optional_text(column, false)?;
-    }
-    let statuses = table.codes("status", &STATUS_NAMES)?;
-    let authorities = table.codes("authority", &AUTHORITY_NAMES)?;
-    let valid_from = table.instants("valid_from", true)?;
-    let valid_until = table.optional_instants("valid_until")?;
-    let supersedes = table.optional_text("supersedes", true)?;
-    let versions = table.integers("version")?;
-    let observed_at = table.optional_instants("observed_at")?;
-    table.check_confidences("confidence")?;
-    let scopes = table.scopes(&kinds)?;
+    use rayon::join;
+    // The columns are read concurrently; their results are then taken in
+    // column order, so the error reported is the same as reading one by one.
+    let (((ids, keys), (kinds, scope_ids)), ((statuses, authorities), (times, rest))) = join(
+        || {
+            join(
+                || {
+                    join(
+                        || table.text("id", true, true),
+                        || table.text("key", true, true),
+                    )
+                },
+                || {
+                    join(
+                        || table.codes("scope_kind", &SCOPE_KIND_NAMES),
+                        || table.scope_id_columns(),
+                    )
+                },
+            )
+        },
+        || {
+            join(
+                || {
+                    join(
+                        || table.codes("status", &STATUS_NAMES),
+                        || table.codes("authority", &AUTHORITY_NAMES),
+                    )
+                },
+                || {
+                    join(
+                        || {
+                            join(
+                                || table.instants("valid_from", true),
+                                || table.optional_instants("valid_until"),
+                            )
+                        },
+                        || {
+                            (
+                                table.optional_text("supersedes", true),
+                                table.integers("version"),
+                                table.optional_instants("observed_at"),
+                                table.check_confidences("confidence"),
+                            )
+                        },
+                    )
+                },
+            )
+        },
+    );
+    let (ids, keys, kinds, scope_ids) = (ids?, keys?, kinds?, scope_ids?);
+    let (statuses, authorities) = (statuses?, authorities?);
+    let (valid_from, valid_until) = (times.0?, times.1?);
+    let (supersedes, versions, observed_at) = (rest.0?, rest.1?, rest.2?);
+    rest.3?;
+    let scopes = table.scopes(&kinds, &scope_ids)?;
+    drop(scope_ids);
 
     let mut candidates = CandidateSet::with_capacity(table.rows());
     let mut supersedes_values = supersedes.iter();
@@ -700,12 +763,10 @@ pub fn read_contexts<'t>(table: &Table<'t>) -> Checked<(Vec<&'t str>, Vec<Contex
 pub fn read_tombstones<'t>(table: &Table<'t>) -> Checked<Vec<Tombstone<'t>>> {
     let keys = table.text("key", true, true)?;
     let kinds = table.codes("scope_kind", &SCOPE_KIND_NAMES)?;
-    for column in ["user_id", "character_id", "conversation_id", "scene_id"] {
-        table.optional_text(column, false)?;
-    }
+    let scope_ids = table.scope_id_columns()?;
     let bounds = table.instants("blocks_sources_before", true)?;
     table.optional_instants("forgotten_at")?;
-    let scopes = table.scopes(&kinds)?;
+    let scopes = table.scopes(&kinds, &scope_ids)?;
     Ok(keys
         .iter()
         .zip(scopes)

@@ -42,15 +42,12 @@ impl<'a> Store<'a> {
 
     /// The rows of the records in scope of `context`, scope by scope.
     fn rows_in_scope<'s>(&'s self, context: &Context<'s>) -> impl Iterator<Item = usize> + 's {
-        let scopes: Vec<ScopeRef<'_>> = ScopeKind::ALL
-            .iter()
-            .filter_map(|&kind| context.scope_of(kind))
-            .collect();
-        let buckets: Vec<&'s Vec<usize>> = scopes
-            .iter()
-            .filter_map(|scope| self.rows_by_scope.get(scope))
-            .collect();
-        buckets.into_iter().flatten().copied()
+        let context = *context;
+        ScopeKind::ALL
+            .into_iter()
+            .filter_map(move |kind| context.scope_of(kind))
+            .filter_map(move |scope| self.rows_by_scope.get(&scope))
+            .flat_map(|rows| rows.iter().copied())
     }
 }
 

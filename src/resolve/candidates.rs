@@ -172,19 +172,59 @@ impl<'a> CandidateSet<'a> {
         &self.ids
     }
 
-    /// The first pair of rows `(earlier, later)` sharing an id, if any.
+    /// The scopes column.
+    #[must_use]
+    pub fn scopes(&self) -> &[ScopeRef<'a>] {
+        &self.scopes
+    }
+
+    /// The first pair of rows `(earlier, later)` sharing an id, if any: the
+    /// smallest `later` whose id appears at an earlier row.
+    ///
+    /// Sorts (hash, row) pairs instead of filling a hash map: for a million
+    /// ids that is several times faster (sequential memory, no probing), and
+    /// it runs on all cores for large inputs.
     #[must_use]
     pub fn first_duplicate_id(&self) -> Option<(usize, usize)> {
-        let mut first_row_of = crate::resolve::hash::map_with_capacity(self.len());
-        for (row, id) in self.ids.iter().enumerate() {
-            if let Some(&earlier) = first_row_of.get(id) {
-                return Some((earlier, row));
-            }
-            first_row_of.insert(*id, row);
+        let state = foldhash::fast::FixedState::with_seed(0x6d65_6d72_6573_6f6c);
+        let mut hashed: Vec<(u64, usize)> = self
+            .ids
+            .iter()
+            .enumerate()
+            .map(|(row, id)| (std::hash::BuildHasher::hash_one(&state, id), row))
+            .collect();
+        if hashed.len() >= PARALLEL_FROM {
+            rayon::slice::ParallelSliceMut::par_sort_unstable(hashed.as_mut_slice());
+        } else {
+            hashed.sort_unstable();
         }
-        None
+        let mut first: Option<(usize, usize)> = None;
+        for run in hashed
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|run| run.len() > 1)
+        {
+            // Equal hashes: compare the ids themselves (rows ascending within the run).
+            for (position, &(_, later)) in run.iter().enumerate() {
+                let id = self.ids.get(later);
+                let earlier = run
+                    .iter()
+                    .take(position)
+                    .map(|&(_, row)| row)
+                    .find(|&row| self.ids.get(row) == id);
+                if let Some(earlier) = earlier {
+                    if first.is_none_or(|(_, best)| later < best) {
+                        first = Some((earlier, later));
+                    }
+                    break;
+                }
+            }
+        }
+        first
     }
 }
+
+/// From this many ids on, the duplicate check sorts on all cores.
+const PARALLEL_FROM: usize = 100_000;
 
 /// Where and when the records are retrieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -317,6 +317,29 @@ fn duplicate_ids_are_found_and_never_panic() {
 }
 
 #[test]
+fn the_first_duplicate_is_the_earliest_repeat_in_row_order() {
+    let mut set = CandidateSet::with_capacity(5);
+    for id in ["b", "a", "c", "a", "b"] {
+        set.push(record(id, "k"));
+    }
+    assert_eq!(set.first_duplicate_id(), Some((1, 3)));
+    let mut unique = CandidateSet::with_capacity(300_000);
+    let ids: Vec<String> = (0..300_000).map(|n| format!("id-{n}")).collect();
+    for id in &ids {
+        unique.push(Record {
+            id,
+            ..record("x", "k")
+        });
+    }
+    assert_eq!(unique.first_duplicate_id(), None);
+    unique.push(Record {
+        id: "id-123456",
+        ..record("x", "k")
+    });
+    assert_eq!(unique.first_duplicate_id(), Some((123_456, 300_000)));
+}
+
+#[test]
 fn results_do_not_depend_on_input_order() {
     let records = [
         Record {
