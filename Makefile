@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: demo test setup lint-python lint-rust test-rust test-python bench
+.PHONY: demo test setup lint-python lint-rust test-rust test-python bench bench-batch
 
 setup:
 	python3 -m venv $(VENV)
@@ -46,3 +46,7 @@ test: setup lint-python lint-rust test-rust test-python
 bench: setup
 	$(PY) -m pytest benches --benchmark-only
 	cargo bench --bench core
+
+# resolve_batch against Polars and DuckDB (minutes; add ARGS="--sizes 10000000" for 10M).
+bench-batch: setup
+	$(PY) benches/bench_batch.py $(ARGS)

@@ -609,6 +609,22 @@ impl<'t> Table<'t> {
     }
 }
 
+/// From this many rows on, a table's columns are read concurrently.
+const PARALLEL_FROM: usize = 50_000;
+
+/// `a` and `b`, concurrently on the rayon pool when `parallel`.
+fn both<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if parallel {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
 /// `tick / per_second` seconds as microseconds, floored (`None` on overflow).
 fn floor_to_micros(tick: i64, per_second: i64) -> Option<i64> {
     if per_second >= 1_000_000 {
@@ -638,20 +654,25 @@ fn authority_of(code: u8) -> Authority {
 
 /// The records table as a candidate set (rows in table order).
 pub fn read_records<'t>(table: &Table<'t>) -> Checked<CandidateSet<'t>> {
-    use rayon::join;
-    // The columns are read concurrently; their results are then taken in
-    // column order, so the error reported is the same as reading one by one.
-    let (((ids, keys), (kinds, scope_ids)), ((statuses, authorities), (times, rest))) = join(
+    // The columns are read concurrently (for large tables: waking the pool
+    // costs more than reading a few thousand rows); their results are then
+    // taken in column order, so the error reported is the same either way.
+    let parallel = table.rows() >= PARALLEL_FROM;
+    let (((ids, keys), (kinds, scope_ids)), ((statuses, authorities), (times, rest))) = both(
+        parallel,
         || {
-            join(
+            both(
+                parallel,
                 || {
-                    join(
+                    both(
+                        parallel,
                         || table.text("id", true, true),
                         || table.text("key", true, true),
                     )
                 },
                 || {
-                    join(
+                    both(
+                        parallel,
                         || table.codes("scope_kind", &SCOPE_KIND_NAMES),
                         || table.scope_id_columns(),
                     )
@@ -659,17 +680,21 @@ pub fn read_records<'t>(table: &Table<'t>) -> Checked<CandidateSet<'t>> {
             )
         },
         || {
-            join(
+            both(
+                parallel,
                 || {
-                    join(
+                    both(
+                        parallel,
                         || table.codes("status", &STATUS_NAMES),
                         || table.codes("authority", &AUTHORITY_NAMES),
                     )
                 },
                 || {
-                    join(
+                    both(
+                        parallel,
                         || {
-                            join(
+                            both(
+                                parallel,
                                 || table.instants("valid_from", true),
                                 || table.optional_instants("valid_until"),
                             )

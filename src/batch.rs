@@ -102,7 +102,8 @@ fn resolve_one<'a>(
     }
 }
 
-/// Every context's decisions, in context order, computed in parallel.
+/// Every context's decisions, in context order, computed in parallel (a few
+/// contexts run on the calling thread: waking the pool would cost more).
 #[must_use]
 pub fn resolve_contexts(
     store: &Store<'_>,
@@ -110,6 +111,13 @@ pub fn resolve_contexts(
     tombstones: &TombstoneIndex<'_>,
     include_excluded: bool,
 ) -> Vec<ContextDecisions> {
+    if contexts.len() < PARALLEL_FROM {
+        let mut scratch = Scratch::default();
+        return contexts
+            .iter()
+            .map(|context| resolve_one(store, context, tombstones, include_excluded, &mut scratch))
+            .collect();
+    }
     contexts
         .par_iter()
         .map_init(Scratch::default, |scratch, context| {
@@ -117,6 +125,9 @@ pub fn resolve_contexts(
         })
         .collect()
 }
+
+/// From this many contexts on, they are resolved on the rayon pool.
+const PARALLEL_FROM: usize = 16;
 
 #[cfg(test)]
 mod tests {
