@@ -136,8 +136,14 @@ class RecordStorage:
             checked = rule(given[name], subject, name)
             if name == "id":
                 subject = _record_subject(str(checked))
-            object.__setattr__(self, name, checked)
+            # The slot itself: a subclass may override the attribute (a property).
+            _SLOT_SETTERS[name](self, checked)
         return self
+
+
+_SLOT_SETTERS: dict[str, Callable[[object, object], None]] = {
+    name: RecordStorage.__dict__[name].__set__ for name in RECORD_FIELDS
+}
 
 
 def _storage_class() -> type[RecordStorage]:
