@@ -430,55 +430,20 @@ impl<'t> Table<'t> {
                 | DataType::UInt16
                 | DataType::UInt32
         ) {
-            return Err(self.wrong_type(
-                column,
-                "a signed integer column of at most 64 bits",
-                &kind,
-            ));
+            return Err(self.wrong_type(column, INTEGER_COLUMN, &kind));
         }
         let chunks = self.chunks(column)?;
         let mut numbers = Vec::with_capacity(self.rows);
         for array in chunks {
             let values: Vec<Option<i64>> = match array.data_type() {
-                DataType::Int8 => array
-                    .as_primitive::<Int8Type>()
-                    .iter()
-                    .map(|v| v.map(i64::from))
-                    .collect(),
-                DataType::Int16 => array
-                    .as_primitive::<Int16Type>()
-                    .iter()
-                    .map(|v| v.map(i64::from))
-                    .collect(),
-                DataType::Int32 => array
-                    .as_primitive::<Int32Type>()
-                    .iter()
-                    .map(|v| v.map(i64::from))
-                    .collect(),
-                DataType::Int64 => array.as_primitive::<Int64Type>().iter().collect(),
-                DataType::UInt8 => array
-                    .as_primitive::<UInt8Type>()
-                    .iter()
-                    .map(|v| v.map(i64::from))
-                    .collect(),
-                DataType::UInt16 => array
-                    .as_primitive::<UInt16Type>()
-                    .iter()
-                    .map(|v| v.map(i64::from))
-                    .collect(),
-                DataType::UInt32 => array
-                    .as_primitive::<UInt32Type>()
-                    .iter()
-                    .map(|v| v.map(i64::from))
-                    .collect(),
-                other => {
-                    let other = type_name(other);
-                    return Err(self.fail(
-                        column,
-                        &format!("must be a signed integer column of at most 64 bits, got {other}"),
-                        None,
-                    ));
-                }
+                DataType::Int8 => widen::<Int8Type, i64>(array),
+                DataType::Int16 => widen::<Int16Type, i64>(array),
+                DataType::Int32 => widen::<Int32Type, i64>(array),
+                DataType::Int64 => widen::<Int64Type, i64>(array),
+                DataType::UInt8 => widen::<UInt8Type, i64>(array),
+                DataType::UInt16 => widen::<UInt16Type, i64>(array),
+                DataType::UInt32 => widen::<UInt32Type, i64>(array),
+                other => return Err(self.wrong_type(column, INTEGER_COLUMN, other)),
             };
             for value in values {
                 let row = numbers.len();
@@ -508,25 +473,10 @@ impl<'t> Table<'t> {
         let mut row = 0;
         for array in chunks {
             let values: Vec<Option<f64>> = match array.data_type() {
-                DataType::Float16 => array
-                    .as_primitive::<Float16Type>()
-                    .iter()
-                    .map(|v| v.map(f64::from))
-                    .collect(),
-                DataType::Float32 => array
-                    .as_primitive::<Float32Type>()
-                    .iter()
-                    .map(|v| v.map(f64::from))
-                    .collect(),
-                DataType::Float64 => array.as_primitive::<Float64Type>().iter().collect(),
-                other => {
-                    let other = type_name(other);
-                    return Err(self.fail(
-                        column,
-                        &format!("must be a float column, got {other}"),
-                        None,
-                    ));
-                }
+                DataType::Float16 => widen::<Float16Type, f64>(array),
+                DataType::Float32 => widen::<Float32Type, f64>(array),
+                DataType::Float64 => widen::<Float64Type, f64>(array),
+                other => return Err(self.wrong_type(column, "a float column", other)),
             };
             for value in values {
                 match value {
@@ -607,6 +557,21 @@ impl<'t> Table<'t> {
         }
         Ok(scopes)
     }
+}
+
+const INTEGER_COLUMN: &str = "a signed integer column of at most 64 bits";
+
+/// A primitive chunk's values, widened to `U` (`None` for null).
+fn widen<T, U>(array: &ArrayRef) -> Vec<Option<U>>
+where
+    T: arrow_array::ArrowPrimitiveType,
+    T::Native: Into<U>,
+{
+    array
+        .as_primitive::<T>()
+        .iter()
+        .map(|value| value.map(Into::into))
+        .collect()
 }
 
 /// From this many rows on, a table's columns are read concurrently.

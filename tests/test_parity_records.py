@@ -234,20 +234,26 @@ def test_both_storages_accept_and_reject_alike(
     assert native == twin
 
 
+def _minimal(**changes: Any) -> dict[str, Any]:
+    """The arguments of a small valid record, with ``changes``."""
+    return {
+        "id": "m",
+        "key": "k",
+        "value": "v",
+        "scope": mr.UserScope("u"),
+        "status": "active",
+        "authority": "user-confirmed",
+        "confidence": 0.5,
+        "valid_from": datetime(2026, 7, 1, tzinfo=UTC),
+        "version": 1,
+        **changes,
+    }
+
+
 @pytest.mark.parametrize("field", RECORD_FIELDS)
 def test_every_catalogued_value_alone(field: str) -> None:
     assert _native is not None
-    base = mr.MemoryRecord(
-        id="m",
-        key="k",
-        value="v",
-        scope=mr.UserScope("u"),
-        status="active",
-        authority="user-confirmed",
-        confidence=0.5,
-        valid_from=datetime(2026, 7, 1, tzinfo=UTC),
-        version=1,
-    )
+    base = mr.MemoryRecord(**_minimal())
     for bad in BAD_VALUES[field]:
         arguments = _arguments(base, {field: bad})
         assert _outcome(_native.RecordCore, arguments) == _outcome(RecordStorage, arguments), bad
@@ -257,18 +263,7 @@ def test_a_generator_of_ids_is_read_once_by_either_storage() -> None:
     assert _native is not None
     factories: tuple[Callable[..., Any], ...] = (_native.RecordCore, RecordStorage)
     for factory in factories:
-        built = factory(
-            id="m",
-            key="k",
-            value="v",
-            scope=mr.UserScope("u"),
-            status="active",
-            authority="user-confirmed",
-            confidence=0.5,
-            valid_from=datetime(2026, 7, 1, tzinfo=UTC),
-            version=1,
-            source_message_ids=_ids(),
-        )
+        built = factory(**_minimal(source_message_ids=_ids()))
         assert built.source_message_ids == ("a", "b")
 
 
@@ -284,18 +279,7 @@ def test_missing_and_positional_arguments_are_type_errors_for_both() -> None:
 
 def test_source_message_ids_none_is_rejected_not_taken_for_the_default() -> None:
     assert _native is not None
-    arguments: dict[str, Any] = {
-        "id": "m",
-        "key": "k",
-        "value": "v",
-        "scope": mr.UserScope("u"),
-        "status": "active",
-        "authority": "user-confirmed",
-        "confidence": 0.5,
-        "valid_from": datetime(2026, 7, 1, tzinfo=UTC),
-        "version": 1,
-        "source_message_ids": None,
-    }
+    arguments = _minimal(source_message_ids=None)
     outcome = _outcome(_native.RecordCore, arguments)
     assert outcome == _outcome(RecordStorage, arguments)
     assert outcome[0] == "InvalidInputError"
@@ -357,17 +341,7 @@ def test_a_scope_altered_before_construction_is_rejected_by_both() -> None:
     assert _native is not None
     scope = mr.CharacterScope("u", "c")
     object.__setattr__(scope, "character_id", 5)
-    arguments: dict[str, Any] = {
-        "id": "m",
-        "key": "k",
-        "value": "v",
-        "scope": scope,
-        "status": "active",
-        "authority": "user-confirmed",
-        "confidence": 0.5,
-        "valid_from": datetime(2026, 7, 1, tzinfo=UTC),
-        "version": 1,
-    }
+    arguments = _minimal(scope=scope)
     outcome = _outcome(_native.RecordCore, arguments)
     assert outcome == _outcome(RecordStorage, arguments)
     assert outcome[0] == "InvalidInputError"
