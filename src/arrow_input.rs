@@ -18,8 +18,12 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef, TimeUnit};
 
+use crate::batch::intern::{first_duplicate, Interned, KeyRanks, Numbering, ScopeIndex, NO_ROW};
+use crate::batch::{scope_key, Store};
 use crate::model::{Authority, ScopeKind, Status, AUTHORITY_NAMES, SCOPE_KIND_NAMES, STATUS_NAMES};
-use crate::resolve::{CandidateSet, Context, Record, ScopeRef, Tombstone};
+use crate::resolve::hash::{same_bytes, text_hasher, Hashed};
+use crate::resolve::{Context, ScopeRef, Tombstone};
+use foldhash::fast::FixedState;
 
 /// A rule broken by an input table: which column, which row, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,41 +125,137 @@ impl<'t> TextChunk<'t> {
     }
 }
 
-/// A string column over all chunks, one entry per row (`None` for null),
-/// read once with Arrow's own iterators and then scanned as a slice.
+/// A string column over all chunks, read in place: rows are visited chunk by
+/// chunk, never copied into a row-sized buffer.
 pub struct TextColumn<'t> {
-    values: Vec<Option<&'t str>>,
+    chunks: Vec<TextChunk<'t>>,
+    rows: usize,
+}
+
+impl TextChunk<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Plain(Texts::Utf8(a)) => a.len(),
+            Self::Plain(Texts::Large(a)) => a.len(),
+            Self::Plain(Texts::View(a)) => a.len(),
+            Self::Dictionary { array, .. } => array.len(),
+        }
+    }
+}
+
+/// The rows of a [`TextColumn`], in order.
+struct Rows<'c, 't> {
+    chunks: &'c [TextChunk<'t>],
+    chunk: usize,
+    index: usize,
+    absent: usize,
+}
+
+impl<'t> Iterator for Rows<'_, 't> {
+    type Item = Option<&'t str>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(chunk) = self.chunks.get(self.chunk) else {
+                // An absent column: its rows, all null.
+                return self.absent.checked_sub(1).map(|left| {
+                    self.absent = left;
+                    None
+                });
+            };
+            if self.index < chunk.len() {
+                let text = chunk.get(self.index);
+                self.index += 1;
+                return Some(text);
+            }
+            self.chunk += 1;
+            self.index = 0;
+        }
+    }
 }
 
 impl<'t> TextColumn<'t> {
-    fn read(chunks: &[(usize, TextChunk<'t>)], rows: usize) -> Self {
-        let mut values = Vec::with_capacity(rows);
-        for (len, chunk) in chunks {
-            match chunk {
-                TextChunk::Plain(Texts::Utf8(array)) => values.extend(array.iter()),
-                TextChunk::Plain(Texts::Large(array)) => values.extend(array.iter()),
-                TextChunk::Plain(Texts::View(array)) => values.extend(array.iter()),
-                TextChunk::Dictionary { .. } => values.extend((0..*len).map(|i| chunk.get(i))),
-            }
-        }
-        Self { values }
-    }
-
     /// Every row's string, `None` for null, in row order.
     pub fn iter(&self) -> impl Iterator<Item = Option<&'t str>> + '_ {
-        self.values.iter().copied()
+        Rows {
+            chunks: &self.chunks,
+            chunk: 0,
+            index: 0,
+            absent: if self.chunks.is_empty() { self.rows } else { 0 },
+        }
     }
 
-    /// Row `row`'s string (`None` for null, or for a row past the end).
-    #[must_use]
-    pub fn get(&self, row: usize) -> Option<&'t str> {
-        self.values.get(row).copied().flatten()
+    /// Calls `visit(row, text)` on every row in order, stopping at the first
+    /// error. The hot loop of reading: each chunk is walked with its own
+    /// array type, without nulls to test when it has none.
+    pub fn try_for_each<E>(
+        &self,
+        mut visit: impl FnMut(usize, Option<&'t str>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.chunks.is_empty() {
+            return (0..self.rows).try_for_each(|row| visit(row, None));
+        }
+        let mut base = 0;
+        for chunk in &self.chunks {
+            match chunk {
+                TextChunk::Plain(Texts::Utf8(a)) => visit_strings(a, base, &mut visit)?,
+                TextChunk::Plain(Texts::Large(a)) => visit_strings(a, base, &mut visit)?,
+                TextChunk::Plain(Texts::View(a)) => {
+                    if a.null_count() == 0 {
+                        for index in 0..a.len() {
+                            visit(base + index, Some(a.value(index)))?;
+                        }
+                    } else {
+                        for (index, text) in a.iter().enumerate() {
+                            visit(base + index, text)?;
+                        }
+                    }
+                }
+                TextChunk::Dictionary { .. } => {
+                    for index in 0..chunk.len() {
+                        visit(base + index, chunk.get(index))?;
+                    }
+                }
+            }
+            base += chunk.len();
+        }
+        Ok(())
+    }
+
+    /// `f` of every row's string, in row order.
+    pub fn map<T>(&self, mut f: impl FnMut(Option<&'t str>) -> T) -> Vec<T> {
+        let mut values = Vec::with_capacity(self.rows);
+        let _: Result<(), std::convert::Infallible> = self.try_for_each(|_, text| {
+            values.push(f(text));
+            Ok(())
+        });
+        values
     }
 
     /// An absent optional column: every row reads as null.
-    fn absent() -> Self {
-        Self { values: Vec::new() }
+    fn absent(rows: usize) -> Self {
+        Self {
+            chunks: Vec::new(),
+            rows,
+        }
     }
+}
+
+fn visit_strings<'t, O: arrow_array::OffsetSizeTrait, E>(
+    array: &'t arrow_array::GenericStringArray<O>,
+    base: usize,
+    visit: &mut impl FnMut(usize, Option<&'t str>) -> Result<(), E>,
+) -> Result<(), E> {
+    if array.null_count() == 0 {
+        for index in 0..array.len() {
+            visit(base + index, Some(array.value(index)))?;
+        }
+    } else {
+        for (index, text) in array.iter().enumerate() {
+            visit(base + index, text)?;
+        }
+    }
+    Ok(())
 }
 
 fn type_name(data_type: &DataType) -> String {
@@ -255,34 +355,37 @@ impl<'t> Table<'t> {
 
     fn text_chunks(&self, column: &str) -> Checked<TextColumn<'t>> {
         self.check_text_type(column)?;
-        let mut texts = Vec::new();
+        let mut chunks = Vec::new();
         for array in self.chunks(column)? {
             let chunk = TextChunk::of(array)
                 .ok_or_else(|| self.wrong_type(column, "a string column", array.data_type()))?;
-            texts.push((array.len(), chunk));
+            if chunk.len() != array.len() {
+                return Err(self.fail(column, "has a chunk of the wrong length", None));
+            }
+            chunks.push(chunk);
         }
-        Ok(TextColumn::read(&texts, self.rows))
+        Ok(TextColumn {
+            chunks,
+            rows: self.rows,
+        })
     }
 
     /// A string column: each row non-null when `required`, non-empty when
     /// non-null and `nonempty`.
     pub fn text(&self, column: &str, required: bool, nonempty: bool) -> Checked<TextColumn<'t>> {
         let text_column = self.text_chunks(column)?;
-        for (row, text) in text_column.iter().enumerate() {
-            match text {
-                None if required => {
-                    return Err(self.fail(column, "is null; a value is required", Some(row)))
-                }
-                Some("") if nonempty => {
-                    return Err(self.fail(
-                        column,
-                        "is empty; a non-empty string is required",
-                        Some(row),
-                    ))
-                }
-                _ => {}
-            }
+        if !required && !nonempty {
+            return Ok(text_column);
         }
+        text_column.try_for_each(|row, text| match text {
+            None if required => Err(self.fail(column, "is null; a value is required", Some(row))),
+            Some("") if nonempty => Err(self.fail(
+                column,
+                "is empty; a non-empty string is required",
+                Some(row),
+            )),
+            _ => Ok(()),
+        })?;
         Ok(text_column)
     }
 
@@ -291,7 +394,7 @@ impl<'t> Table<'t> {
         if self.has(column) {
             self.text(column, false, nonempty)
         } else {
-            Ok(TextColumn::absent())
+            Ok(TextColumn::absent(self.rows))
         }
     }
 
@@ -299,7 +402,7 @@ impl<'t> Table<'t> {
     pub fn codes(&self, column: &str, names: &[&str]) -> Checked<Vec<u8>> {
         let text_column = self.text_chunks(column)?;
         let mut codes = Vec::with_capacity(self.rows);
-        for (row, text) in text_column.iter().enumerate() {
+        text_column.try_for_each(|row, text| {
             let code = match text {
                 None => return Err(self.fail(column, "is null; a value is required", Some(row))),
                 Some("") => {
@@ -311,7 +414,7 @@ impl<'t> Table<'t> {
                 }
                 Some(text) => names
                     .iter()
-                    .position(|name| *name == text)
+                    .position(|name| same_bytes(name.as_bytes(), text.as_bytes()))
                     .and_then(|code| u8::try_from(code).ok())
                     .ok_or_else(|| {
                         let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
@@ -326,7 +429,8 @@ impl<'t> Table<'t> {
                     })?,
             };
             codes.push(code);
-        }
+            Ok(())
+        })?;
         Ok(codes)
     }
 
@@ -505,6 +609,21 @@ impl<'t> Table<'t> {
         Ok(())
     }
 
+    /// Rows are numbered in `u32`, with one value kept for "no row".
+    fn check_store_size(&self) -> Checked<()> {
+        if u32::try_from(self.rows).is_ok_and(|rows| rows < NO_ROW) {
+            return Ok(());
+        }
+        let message = format!("has {} rows; a store holds fewer than {NO_ROW}", self.rows);
+        Err(self.fail("id", &message, None))
+    }
+
+    fn duplicate_id(&self, id: &str, earlier: usize, row: usize) -> InputError {
+        let mut error = self.fail("id", &format!("repeats the id of row {earlier}"), Some(row));
+        error.record_id = Some(id.to_owned());
+        error
+    }
+
     /// The four scope id columns (type and validity checked; rows are checked
     /// per scope kind by `scopes`).
     fn scope_id_columns(&self) -> Checked<[TextColumn<'t>; 4]> {
@@ -516,46 +635,56 @@ impl<'t> Table<'t> {
         ])
     }
 
-    /// Each row's scope, from `scope_kind` codes and the four id columns.
-    fn scopes(&self, kinds: &[u8], ids: &[TextColumn<'t>; 4]) -> Checked<Vec<ScopeRef<'t>>> {
-        let columns = ["user_id", "character_id", "conversation_id", "scene_id"];
-        let mut scopes = Vec::with_capacity(self.rows);
-        for (row, &code) in kinds.iter().enumerate() {
-            let kind = ScopeKind::ALL
-                .get(usize::from(code))
-                .copied()
-                .unwrap_or(ScopeKind::User);
-            let needed: &[usize] = match kind {
-                ScopeKind::User => &[0],
-                ScopeKind::Character => &[0, 1],
-                ScopeKind::Conversation => &[2],
-                ScopeKind::Scene => &[2, 3],
-            };
-            let mut fields = ["", ""];
-            for (slot, &index) in fields.iter_mut().zip(needed) {
-                let value = ids.get(index).and_then(|column| column.get(row));
-                match value {
-                    Some(text) if !text.is_empty() => *slot = text,
-                    _ => {
-                        let column = columns.get(index).copied().unwrap_or("scope");
-                        let name = kind.name();
-                        let problem = if value.is_none() { "null" } else { "empty" };
-                        return Err(self.fail(
-                            column,
-                            &format!("is {problem}; a {name} scope needs it"),
-                            Some(row),
-                        ));
+    /// Each row's scope, from `scope_kind` codes and the four id columns, in
+    /// row order; a row whose kind needs an id that is null or empty is an
+    /// error naming that column.
+    fn scopes<'s>(
+        &'s self,
+        kinds: &'s [ScopeKind],
+        ids: &'s [TextColumn<'t>; 4],
+    ) -> impl Iterator<Item = Checked<ScopeRef<'t>>> + 's {
+        const COLUMNS: [&str; 4] = ["user_id", "character_id", "conversation_id", "scene_id"];
+        let [users, characters, conversations, scenes] = ids;
+        let rows = users
+            .iter()
+            .zip(characters.iter())
+            .zip(conversations.iter().zip(scenes.iter()));
+        kinds.iter().zip(rows).enumerate().map(
+            move |(row, (&kind, ((user, character), (conversation, scene))))| {
+                let needed: [(usize, Option<&'t str>); 2] = match kind {
+                    ScopeKind::User => [(0, user), (4, Some("-"))],
+                    ScopeKind::Character => [(0, user), (1, character)],
+                    ScopeKind::Conversation => [(2, conversation), (4, Some("-"))],
+                    ScopeKind::Scene => [(2, conversation), (3, scene)],
+                };
+                let mut fields = ["", ""];
+                for (slot, (index, value)) in fields.iter_mut().zip(needed) {
+                    match value {
+                        Some(text) if !text.is_empty() => *slot = text,
+                        _ => {
+                            let column = COLUMNS.get(index).copied().unwrap_or("scope");
+                            let problem = if value.is_none() { "null" } else { "empty" };
+                            return Err(self.fail(
+                                column,
+                                &format!("is {problem}; a {} scope needs it", kind.name()),
+                                Some(row),
+                            ));
+                        }
                     }
                 }
-            }
-            let [first, second] = fields;
-            scopes.push(ScopeRef {
-                kind,
-                first,
-                second,
-            });
-        }
-        Ok(scopes)
+                let [first, second] = fields;
+                let second = if matches!(kind, ScopeKind::User | ScopeKind::Conversation) {
+                    ""
+                } else {
+                    second
+                };
+                Ok(ScopeRef {
+                    kind,
+                    first,
+                    second,
+                })
+            },
+        )
     }
 }
 
@@ -599,6 +728,13 @@ fn floor_to_micros(tick: i64, per_second: i64) -> Option<i64> {
     }
 }
 
+fn kind_of(code: u8) -> ScopeKind {
+    ScopeKind::ALL
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or(ScopeKind::User)
+}
+
 fn status_of(code: u8) -> Status {
     match code {
         1 => Status::Superseded,
@@ -617,29 +753,30 @@ fn authority_of(code: u8) -> Authority {
     }
 }
 
-/// The records table as a candidate set (rows in table order).
-pub fn read_records<'t>(table: &Table<'t>) -> Checked<CandidateSet<'t>> {
+/// The records table as a store (rows in table order), ids hashed and keys
+/// and scope ids interned as they are read.
+pub fn read_records<'t>(table: &Table<'t>) -> Checked<Store<'t>> {
+    let rows = table.rows();
+    table.check_store_size()?;
+    let state = text_hasher();
     // The columns are read concurrently (for large tables: waking the pool
     // costs more than reading a few thousand rows); their results are then
     // taken in column order, so the error reported is the same either way.
-    let parallel = table.rows() >= PARALLEL_FROM;
+    let parallel = rows >= PARALLEL_FROM;
+    let read_ids = || read_ids(table, &state);
+    let read_keys = || read_keys(table, &state);
+    let read_scope_ids = || read_scope_ids(table, &state, parallel);
     let (((ids, keys), (kinds, scope_ids)), ((statuses, authorities), (times, rest))) = both(
         parallel,
         || {
             both(
                 parallel,
-                || {
-                    both(
-                        parallel,
-                        || table.text("id", true, true),
-                        || table.text("key", true, true),
-                    )
-                },
+                || both(parallel, read_ids, read_keys),
                 || {
                     both(
                         parallel,
                         || table.codes("scope_kind", &SCOPE_KIND_NAMES),
-                        || table.scope_id_columns(),
+                        read_scope_ids,
                     )
                 },
             )
@@ -666,7 +803,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Checked<CandidateSet<'t>> {
                         },
                         || {
                             (
-                                table.optional_text("supersedes", true),
+                                read_supersedes(table, &state),
                                 table.integers("version"),
                                 table.optional_instants("observed_at"),
                                 table.check_confidences("confidence"),
@@ -677,46 +814,128 @@ pub fn read_records<'t>(table: &Table<'t>) -> Checked<CandidateSet<'t>> {
             )
         },
     );
-    let (ids, keys, kinds, scope_ids) = (ids?, keys?, kinds?, scope_ids?);
+    let ((ids, duplicate), (keys, key_ranks)) = (ids?, keys?);
+    let (kinds, (scope_id_columns, interned)) = (kinds?, scope_ids?);
+    let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] =
+        interned;
     let (statuses, authorities) = (statuses?, authorities?);
     let (valid_from, valid_until) = (times.0?, times.1?);
     let (supersedes, versions, observed_at) = (rest.0?, rest.1?, rest.2?);
     rest.3?;
-    let scopes = table.scopes(&kinds, &scope_ids)?;
-    drop(scope_ids);
 
-    let mut candidates = CandidateSet::with_capacity(table.rows());
-    let mut supersedes_values = supersedes.iter();
-    let columns = ids
-        .iter()
-        .zip(keys.iter())
-        .zip(scopes)
-        .zip(statuses.iter().zip(authorities.iter()))
-        .zip(valid_from.iter().zip(valid_until.iter()))
-        .zip(versions.iter().zip(observed_at.iter()));
-    for (((((id, key), scope), (&status, &authority)), (&from, &until)), (&version, &observed)) in
-        columns
-    {
-        candidates.push(Record {
-            id: id.unwrap_or(""),
-            key: key.unwrap_or(""),
-            scope,
-            status: status_of(status),
-            authority: authority_of(authority),
-            version,
-            valid_from: from.unwrap_or(0),
-            valid_until: until,
-            observed_at: observed,
-            supersedes: supersedes_values.next().flatten(),
-        });
-    }
-    if let Some((earlier, row)) = candidates.first_duplicate_id() {
-        let id = candidates.ids().get(row).copied().unwrap_or("");
-        let mut error = table.fail("id", &format!("repeats the id of row {earlier}"), Some(row));
-        error.record_id = Some(id.to_owned());
+    let kinds: Vec<ScopeKind> = kinds.iter().map(|&code| kind_of(code)).collect();
+    let numbers = [
+        &user_numbers,
+        &character_numbers,
+        &conversation_numbers,
+        &scene_numbers,
+    ];
+    let (bad_scope, (scopes, scope_numbers)) =
+        index_scopes(table, &kinds, &scope_id_columns, numbers, parallel);
+    if let Some(error) = bad_scope {
         return Err(error);
     }
-    Ok(candidates)
+    if let Some((earlier, row)) = duplicate {
+        let id = ids.get(row).map_or("", |id| id.text);
+        return Err(table.duplicate_id(id, earlier, row));
+    }
+    Ok(Store {
+        ids,
+        kinds,
+        scope_numbers,
+        key_ranks,
+        supersedes,
+        statuses: statuses.iter().map(|&code| status_of(code)).collect(),
+        authorities: authorities.iter().map(|&code| authority_of(code)).collect(),
+        versions,
+        valid_from: valid_from.iter().map(|from| from.unwrap_or(0)).collect(),
+        valid_until,
+        observed_at,
+        keys,
+        scope_ids: [users, characters, conversations, scenes],
+        scopes,
+    })
+}
+
+/// Each row's value (by `value`) numbered.
+fn numbered<'t>(
+    column: &TextColumn<'t>,
+    state: &FixedState,
+    value: fn(Option<&'t str>) -> Option<&'t str>,
+) -> Numbering<'t> {
+    let mut numbering = Numbering::with_capacity(column.rows);
+    let _: Result<(), std::convert::Infallible> = column.try_for_each(|_, text| {
+        numbering.push(value(text).map(|text| Hashed::new(state, text)));
+        Ok(())
+    });
+    numbering
+}
+
+/// The ids, and the rows of the first repeated one.
+type HashedIds<'t> = (Vec<Hashed<'t>>, Option<(usize, usize)>);
+
+/// The `supersedes` column hashed.
+fn read_supersedes<'t>(table: &Table<'t>, state: &FixedState) -> Checked<Vec<Option<Hashed<'t>>>> {
+    table
+        .optional_text("supersedes", true)
+        .map(|column| column.map(|named| named.map(|id| Hashed::new(state, id))))
+}
+
+/// The `id` column hashed, and its first repeated id.
+fn read_ids<'t>(table: &Table<'t>, state: &FixedState) -> Checked<HashedIds<'t>> {
+    table.text("id", true, true).map(|column| {
+        let ids: Vec<Hashed<'t>> = column.map(|id| Hashed::new(state, id.unwrap_or("")));
+        let duplicate = first_duplicate(&ids);
+        (ids, duplicate)
+    })
+}
+
+/// The `key` column, ranked.
+fn read_keys<'t>(table: &Table<'t>, state: &FixedState) -> Checked<(KeyRanks<'t>, Vec<u32>)> {
+    table
+        .text("key", true, true)
+        .map(|column| KeyRanks::build(numbered(&column, state, |key| Some(key.unwrap_or("")))))
+}
+
+type InternedColumn<'t> = (Interned<'t>, Vec<u32>);
+
+/// The four scope id columns, checked and interned.
+fn read_scope_ids<'t>(
+    table: &Table<'t>,
+    state: &FixedState,
+    parallel: bool,
+) -> Checked<([TextColumn<'t>; 4], [InternedColumn<'t>; 4])> {
+    let columns = table.scope_id_columns()?;
+    let intern = |column: &TextColumn<'t>| Interned::build(numbered(column, state, |text| text));
+    let [users, characters, conversations, scenes] = &columns;
+    let ((user, character), (conversation, scene)) = both(
+        parallel,
+        || both(parallel, || intern(users), || intern(characters)),
+        || both(parallel, || intern(conversations), || intern(scenes)),
+    );
+    Ok((columns, [user, character, conversation, scene]))
+}
+
+/// Each row's scope checked (the first bad row, if any) while the scopes are
+/// indexed from the id columns' numbers.
+fn index_scopes<'t>(
+    table: &Table<'t>,
+    kinds: &[ScopeKind],
+    columns: &[TextColumn<'t>; 4],
+    numbers: [&Vec<u32>; 4],
+    parallel: bool,
+) -> (Option<InputError>, (ScopeIndex, Vec<u32>)) {
+    both(
+        parallel,
+        || table.scopes(kinds, columns).find_map(Result::err),
+        || {
+            let keys = kinds.iter().enumerate().map(|(row, &kind)| {
+                let number = |column: &Vec<u32>| column.get(row).copied().unwrap_or(NO_ROW);
+                scope_key(kind, numbers.map(number))
+            });
+            ScopeIndex::build(keys, kinds.len())
+        },
+    )
 }
 
 /// The contexts table: each row's `context_id` and context.
@@ -756,7 +975,10 @@ pub fn read_tombstones<'t>(table: &Table<'t>) -> Checked<Vec<Tombstone<'t>>> {
     let scope_ids = table.scope_id_columns()?;
     let bounds = table.instants("blocks_sources_before", true)?;
     table.optional_instants("forgotten_at")?;
-    let scopes = table.scopes(&kinds, &scope_ids)?;
+    let kinds: Vec<ScopeKind> = kinds.iter().map(|&code| kind_of(code)).collect();
+    let scopes = table
+        .scopes(&kinds, &scope_ids)
+        .collect::<Checked<Vec<ScopeRef<'t>>>>()?;
     Ok(keys
         .iter()
         .zip(scopes)

@@ -15,11 +15,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyTable;
+use rayon::prelude::*;
 
 use super::{InternalError, InvalidInputError};
 use crate::arrow_input::{read_contexts, read_records, read_tombstones, InputError, Table};
-use crate::batch::{resolve_contexts, ContextDecisions, Store};
-use crate::resolve::TombstoneIndex;
+use crate::batch::{resolve_contexts, DecisionChunk, Store};
 
 /// The values of the `decision` column, by code: `active`, then each reason.
 const DECISIONS: [&str; 6] = [
@@ -85,40 +85,9 @@ fn import(input: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<Reco
 
 type Imported = (SchemaRef, Vec<RecordBatch>);
 
-/// The output table: one row per (context, record) decision.
-fn output(
-    context_ids: &[&str],
-    store: &Store<'_>,
-    decisions: &[ContextDecisions],
-) -> Result<RecordBatch, String> {
-    let rows: usize = decisions
-        .iter()
-        .map(|d| d.active.len() + d.excluded.len())
-        .sum();
-    let mut context_column = StringBuilder::with_capacity(rows, rows * 8);
-    let mut record_column = StringBuilder::with_capacity(rows, rows * 12);
-    let mut codes: Vec<i8> = Vec::with_capacity(rows);
-    let ids = store.records().ids();
-    for (context_id, decided) in context_ids.iter().zip(decisions) {
-        let excluded = decided
-            .excluded
-            .iter()
-            .map(|&(row, reason)| (row, reason as i8 + 1));
-        for (row, code) in decided.active.iter().map(|&row| (row, 0)).chain(excluded) {
-            let id = ids
-                .get(row)
-                .ok_or("a decision names a row outside the store")?;
-            context_column.append_value(context_id);
-            record_column.append_value(id);
-            codes.push(code);
-        }
-    }
-    let decision = DictionaryArray::<Int8Type>::try_new(
-        Int8Array::from(codes),
-        Arc::new(StringArray::from(DECISIONS.to_vec())),
-    )
-    .map_err(|error| error.to_string())?;
-    let schema = Schema::new(vec![
+/// The schema of the output table.
+fn output_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
         Field::new("context_id", DataType::Utf8, false),
         Field::new("record_id", DataType::Utf8, false),
         Field::new(
@@ -126,13 +95,52 @@ fn output(
             DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
             false,
         ),
-    ]);
+    ]))
+}
+
+/// One batch of the output: a chunk's rows, one per (context, record) decision.
+fn output(
+    schema: &SchemaRef,
+    context_ids: &[&str],
+    store: &Store<'_>,
+    chunk: &DecisionChunk,
+) -> Result<RecordBatch, String> {
+    let rows = chunk.rows.len();
+    let id_bytes: usize = chunk
+        .rows
+        .iter()
+        .map(|&row| store.id(row).map_or(0, str::len))
+        .sum();
+    let mut context_column = StringBuilder::with_capacity(rows, rows * 8);
+    let mut record_column = StringBuilder::with_capacity(rows, id_bytes);
+    let contexts = context_ids
+        .get(chunk.contexts.clone())
+        .ok_or("a chunk names contexts outside the input")?;
+    for (context_id, (decided, _)) in contexts.iter().zip(chunk.per_context()) {
+        for &row in decided {
+            let id = store
+                .id(row)
+                .ok_or("a decision names a row outside the store")?;
+            context_column.append_value(context_id);
+            record_column.append_value(id);
+        }
+    }
+    let codes: Vec<i8> = chunk
+        .outcomes
+        .iter()
+        .map(|outcome| outcome.map_or(0, |reason| reason as i8 + 1))
+        .collect();
+    let decision = DictionaryArray::<Int8Type>::try_new(
+        Int8Array::from(codes),
+        Arc::new(StringArray::from(DECISIONS.to_vec())),
+    )
+    .map_err(|error| error.to_string())?;
     let columns: Vec<ArrayRef> = vec![
         Arc::new(context_column.finish()),
         Arc::new(record_column.finish()),
         Arc::new(decision),
     ];
-    RecordBatch::try_new(Arc::new(schema), columns).map_err(|error| error.to_string())
+    RecordBatch::try_new(schema.clone(), columns).map_err(|error| error.to_string())
 }
 
 enum Failure {
@@ -145,9 +153,9 @@ fn run(
     contexts: &Imported,
     tombstones: Option<&Imported>,
     include_excluded: bool,
-) -> Result<RecordBatch, Failure> {
+) -> Result<Vec<RecordBatch>, Failure> {
     let record_table = Table::new("records", records.0.clone(), &records.1);
-    let candidates = read_records(&record_table).map_err(Failure::Input)?;
+    let store = read_records(&record_table).map_err(Failure::Input)?;
     let context_table = Table::new("contexts", contexts.0.clone(), &contexts.1);
     let (context_ids, targets) = read_contexts(&context_table).map_err(Failure::Input)?;
     let forgets = match tombstones {
@@ -157,10 +165,16 @@ fn run(
         }
         None => Vec::new(),
     };
-    let store = Store::new(candidates);
-    let index = TombstoneIndex::new(&forgets);
-    let decisions = resolve_contexts(&store, &targets, &index, include_excluded);
-    output(&context_ids, &store, &decisions).map_err(Failure::Internal)
+    let index = store.index_tombstones(&forgets);
+    let chunks = resolve_contexts(&store, &targets, &index, include_excluded);
+    let schema = output_schema();
+    let build = |chunk: &DecisionChunk| output(&schema, &context_ids, &store, chunk);
+    let batches: Result<Vec<RecordBatch>, String> = if chunks.len() > 1 {
+        chunks.par_iter().map(build).collect()
+    } else {
+        chunks.iter().map(build).collect()
+    };
+    batches.map_err(Failure::Internal)
 }
 
 /// Resolves every context over one store of records (SPEC §4).
@@ -189,10 +203,7 @@ pub(crate) fn resolve_batch<'py>(
         })
     });
     match result {
-        Ok(batch) => {
-            let schema = batch.schema();
-            PyTable::try_new(vec![batch], schema)?.into_pyarrow(py)
-        }
+        Ok(batches) => PyTable::try_new(batches, output_schema())?.into_pyarrow(py),
         Err(Failure::Input(error)) => Err(invalid_input(py, &error)),
         Err(Failure::Internal(message)) => Err(InternalError::new_err(message)),
     }

@@ -2,6 +2,7 @@
 //! borrowed from whoever owns the records (Python objects, Arrow buffers),
 //! instants as `i64` microseconds since the Unix epoch, UTC (`SPEC.md` §1).
 
+use super::view::Facts;
 use crate::model::{Authority, ScopeKind, Status};
 
 /// A scope, borrowed: its kind and up to two ids. One-field kinds keep `""` in
@@ -170,6 +171,31 @@ impl<'a> CandidateSet<'a> {
     #[must_use]
     pub fn ids(&self) -> &[&'a str] {
         &self.ids
+    }
+
+    /// The keys column.
+    #[must_use]
+    pub fn keys(&self) -> &[&'a str] {
+        &self.keys
+    }
+
+    /// The id row `row` names in `supersedes`, if any.
+    #[must_use]
+    pub fn supersedes(&self, row: usize) -> Option<&'a str> {
+        self.supersedes.get(row).copied().flatten()
+    }
+
+    /// The fields of row `row` that rules compare.
+    #[must_use]
+    pub fn facts(&self, row: usize) -> Option<Facts> {
+        Some(Facts {
+            status: *self.statuses.get(row)?,
+            authority: *self.authorities.get(row)?,
+            version: *self.versions.get(row)?,
+            valid_from: *self.valid_from.get(row)?,
+            valid_until: *self.valid_until.get(row)?,
+            observed_at: *self.observed_at.get(row)?,
+        })
     }
 
     /// The scopes column.

@@ -59,18 +59,31 @@ pub struct ContextTombstones<'s> {
 }
 
 impl ContextTombstones<'_> {
-    /// Whether some tombstone forgets evidence of this time for an in-scope
-    /// record of this scope kind and key (in scope: its scope is the
-    /// context's scope of its kind, so the kind names the scope).
+    /// The latest bound of the tombstones on `key` in the context's scope of
+    /// `kind` (an in-scope record's scope is the context's scope of its kind,
+    /// so the kind names the scope).
     #[must_use]
-    pub fn blocks(&self, kind: ScopeKind, key: &str, evidence: i64) -> bool {
+    pub fn bound(&self, kind: ScopeKind, key: &str) -> Option<i64> {
         self.by_kind
             .get(kind as usize)
             .copied()
             .flatten()
             .and_then(|bounds| bounds.get(key))
-            .is_some_and(|&bound| evidence <= bound)
+            .copied()
     }
+
+    /// Whether some tombstone forgets evidence of this time for an in-scope
+    /// record of this scope kind and key.
+    #[must_use]
+    pub fn blocks(&self, kind: ScopeKind, key: &str, evidence: i64) -> bool {
+        blocked(self.bound(kind, key), evidence)
+    }
+}
+
+/// Whether evidence of this time falls under a tombstone bound (inclusive).
+#[must_use]
+pub fn blocked(bound: Option<i64>, evidence: i64) -> bool {
+    bound.is_some_and(|bound| evidence <= bound)
 }
 
 /// Stage 3's test.

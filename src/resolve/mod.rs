@@ -8,17 +8,19 @@
 
 pub mod candidates;
 pub mod forget;
-pub(crate) mod hash;
+pub mod hash;
 pub mod order;
 pub mod precedence;
 pub mod scope;
 pub mod supersede;
 pub mod time;
+pub mod view;
 
 pub use candidates::{CandidateSet, Context, Record, ScopeRef, Tombstone};
 pub use forget::{ContextTombstones, TombstoneIndex};
+pub use view::{Candidates, ContextCandidates, Facts};
 
-use crate::model::Reason;
+use crate::model::{Reason, ScopeKind};
 
 /// The decision for one context: rows of the candidate set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -37,53 +39,98 @@ impl Resolution {
     }
 }
 
-/// Each candidate's outcome, by row: the reason of the first stage that
-/// excludes it, or `None` for the winner of its (scope, key) group.
+/// The buffers of [`decide_into`], kept by a caller that resolves many
+/// contexts so that none is allocated per context.
+pub struct Scratch<I, K> {
+    hidden: supersede::SupersededIds<I>,
+    /// The candidates that passed stages 1-3, with their groups.
+    survivors: Vec<(usize, ScopeKind, K)>,
+    best: precedence::BestOfGroups<K>,
+}
+
+impl<I: Eq + std::hash::Hash, K> Default for Scratch<I, K> {
+    fn default() -> Self {
+        Self {
+            hidden: supersede::SupersededIds::with_capacity(0),
+            survivors: Vec::new(),
+            best: precedence::BestOfGroups::default(),
+        }
+    }
+}
+
+/// Each candidate's outcome, by position, into `outcomes` (cleared first):
+/// the reason of the first stage that excludes it, or `None` for the winner
+/// of its (scope, key) group.
+pub fn decide_into<C: Candidates>(
+    candidates: &C,
+    now: i64,
+    scratch: &mut Scratch<C::Id, C::Key>,
+    outcomes: &mut Vec<Option<Reason>>,
+) {
+    outcomes.clear();
+    outcomes.reserve(candidates.len());
+    let hidden = &mut scratch.hidden;
+    hidden.clear();
+    // Sized once, so no table grows (and rehashes) inside the loops.
+    hidden.reserve(candidates.len());
+    let survivors = &mut scratch.survivors;
+    survivors.clear();
+    // Stages 1-3, and the supersession edges (which depend on scope and time only).
+    for index in 0..candidates.len() {
+        let (Some(kind), Some(facts)) = (candidates.kind_in_scope(index), candidates.facts(index))
+        else {
+            outcomes.push(Some(Reason::Scope));
+            continue;
+        };
+        let in_interval = time::in_validity_interval(facts.valid_from, facts.valid_until, now);
+        if let Some(target) = candidates.supersedes(index) {
+            if supersede::bears_edge(in_interval, facts.status) {
+                hidden.add_edge(target);
+            }
+        }
+        let outcome = if time::excluded_by_status_or_time(in_interval, facts.status) {
+            Some(Reason::StatusOrTime)
+        } else if let Some(key) = candidates.key(index) {
+            let blocked = forget::blocked(
+                candidates.forget_bound(kind, key),
+                forget::evidence_time(facts.valid_from, facts.observed_at),
+            );
+            if forget::excluded_as_forgotten(facts.status, blocked) {
+                Some(Reason::Forgotten)
+            } else {
+                survivors.push((index, kind, key));
+                None
+            }
+        } else {
+            Some(Reason::Scope)
+        };
+        outcomes.push(outcome);
+    }
+    // Stage 4, once every edge is known.
+    if !hidden.is_empty() {
+        for (index, outcome) in outcomes.iter_mut().enumerate() {
+            if outcome.is_none() && candidates.id(index).is_some_and(|id| hidden.contains(&id)) {
+                *outcome = Some(Reason::Superseded);
+            }
+        }
+    }
+    precedence::exclude_losers(candidates, survivors, outcomes, &mut scratch.best);
+}
+
+/// Each candidate's outcome, by row (see [`decide_into`]).
 #[must_use]
 pub fn decide(
     candidates: &CandidateSet<'_>,
     context: &Context<'_>,
     tombstones: &TombstoneIndex<'_>,
 ) -> Vec<Option<Reason>> {
-    let mut outcomes = Vec::with_capacity(candidates.len());
-    let mut hidden = supersede::SupersededIds::with_capacity(candidates.len());
-    let tombstones = tombstones.for_context(context);
-    // Stages 1-3, and the supersession edges (which depend on scope and time only).
-    for (_, record) in candidates.iter() {
-        if !scope::matches(&record.scope, context) {
-            outcomes.push(Some(Reason::Scope));
-            continue;
-        }
-        let in_interval =
-            time::in_validity_interval(record.valid_from, record.valid_until, context.now);
-        if let Some(target) = record.supersedes {
-            if supersede::bears_edge(in_interval, record.status) {
-                hidden.add_edge(target);
-            }
-        }
-        let outcome = if time::excluded_by_status_or_time(in_interval, record.status) {
-            Some(Reason::StatusOrTime)
-        } else if forget::excluded_as_forgotten(
-            record.status,
-            tombstones.blocks(
-                record.scope.kind,
-                record.key,
-                forget::evidence_time(record.valid_from, record.observed_at),
-            ),
-        ) {
-            Some(Reason::Forgotten)
-        } else {
-            None
-        };
-        outcomes.push(outcome);
-    }
-    // Stage 4, once every edge is known.
-    for (outcome, id) in outcomes.iter_mut().zip(candidates.ids()) {
-        if outcome.is_none() && hidden.contains(id) {
-            *outcome = Some(Reason::Superseded);
-        }
-    }
-    precedence::exclude_losers(candidates, &mut outcomes);
+    let mut outcomes = Vec::new();
+    decide_into(
+        &ContextCandidates::new(candidates, context, tombstones),
+        context.now,
+        &mut Scratch::default(),
+        &mut outcomes,
+    );
     outcomes
 }
 

@@ -60,23 +60,30 @@ fn compare_text(a: (u128, &str), b: (u128, &str)) -> Ordering {
         .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
 }
 
-/// Sorts winner rows by (scope id, key).
+/// The rank of each scope kind's scope among the context's (at most four)
+/// scopes in scope id order (`usize::MAX` for a kind the context has none of).
 ///
 /// Winners passed stage 1, so each one's scope is the context's scope of its
-/// kind: ranking the (at most four) scopes of the context once reduces the
-/// order to (kind rank, key).
-pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &mut [usize]) {
-    let mut kinds: Vec<ScopeRef<'_>> = ScopeKind::ALL
+/// kind: ranking those scopes once reduces the winners' order to (kind rank, key).
+#[must_use]
+pub fn scope_ranks(context: &Context<'_>) -> [usize; 4] {
+    let mut scopes: Vec<ScopeRef<'_>> = ScopeKind::ALL
         .iter()
         .filter_map(|&kind| context.scope_of(kind))
         .collect();
-    kinds.sort_unstable_by(compare_scope_ids);
+    scopes.sort_unstable_by(compare_scope_ids);
     let mut rank_of_kind = [usize::MAX; 4];
-    for (rank, scope) in kinds.iter().enumerate() {
+    for (rank, scope) in scopes.iter().enumerate() {
         if let Some(slot) = rank_of_kind.get_mut(scope.kind as usize) {
             *slot = rank;
         }
     }
+    rank_of_kind
+}
+
+/// Sorts winner rows by (scope id, key).
+pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &mut [usize]) {
+    let rank_of_kind = scope_ranks(context);
     // Gathered once, so comparisons read small tuples, not the columns.
     let mut keyed: Vec<(usize, u128, &str, usize)> = rows
         .iter()
@@ -98,13 +105,21 @@ pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &
 /// Sorts excluded rows by id.
 pub fn sort_excluded(candidates: &CandidateSet<'_>, rows: &mut [(usize, Reason)]) {
     let ids = candidates.ids();
-    let mut keyed: Vec<(u128, &str, usize, Reason)> = rows
+    sort_by_text(rows, |&(row, _)| ids.get(row).copied().unwrap_or(""));
+}
+
+/// Sorts `items` by the string each one names, by code point.
+pub fn sort_by_text<'t, T: Copy>(items: &mut [T], text_of: impl Fn(&T) -> &'t str) {
+    let mut keyed: Vec<(u128, &str, T)> = items
         .iter()
-        .filter_map(|&(row, reason)| ids.get(row).map(|id| (prefix(id), *id, row, reason)))
+        .map(|item| {
+            let text = text_of(item);
+            (prefix(text), text, *item)
+        })
         .collect();
     keyed.sort_unstable_by(|a, b| compare_text((a.0, a.1), (b.0, b.1)));
-    for (slot, (_, _, row, reason)) in rows.iter_mut().zip(keyed) {
-        *slot = (row, reason);
+    for (slot, (_, _, item)) in items.iter_mut().zip(keyed) {
+        *slot = item;
     }
 }
 

@@ -7,53 +7,65 @@
 
 use std::cmp::Ordering;
 
-use super::candidates::{CandidateSet, Record};
 use super::hash::{map_with_capacity, Map};
+use super::view::{Candidates, Facts};
 use crate::model::{Reason, ScopeKind};
 
 /// The precedence order: `Less` means `a` comes first (wins). Total when ids
-/// are unique, because ids are compared last.
+/// are unique, because ids (`by_id`, asked only on a full tie) come last.
 #[must_use]
-pub fn compare(a: &Record<'_>, b: &Record<'_>) -> Ordering {
+pub fn compare(a: &Facts, b: &Facts, by_id: impl FnOnce() -> Ordering) -> Ordering {
     b.authority
         .cmp(&a.authority)
         .then_with(|| b.version.cmp(&a.version))
         .then_with(|| b.valid_from.cmp(&a.valid_from))
-        .then_with(|| a.id.as_bytes().cmp(b.id.as_bytes()))
+        .then_with(by_id)
+}
+
+/// The best candidate of each (scope kind, key) group so far, with its facts.
+pub struct BestOfGroups<K>(Map<(ScopeKind, K), (usize, Facts)>);
+
+impl<K> Default for BestOfGroups<K> {
+    fn default() -> Self {
+        Self(map_with_capacity(0))
+    }
 }
 
 /// Marks `LowerPrecedence` on every survivor (`None` outcome) that is not the
-/// first of its group; the winners keep `None`. Survivors must be in scope of
-/// one context (stage 1 guarantees it).
-pub fn exclude_losers(candidates: &CandidateSet<'_>, outcomes: &mut [Option<Reason>]) {
-    let survivors = outcomes.iter().filter(|outcome| outcome.is_none()).count();
-    if survivors < 2 {
-        return;
-    }
-    // The best record of each group so far. Survivors are in scope, so their
-    // scope is the context's scope of their kind: (kind, key) names the group.
-    // Values are rows (small entries keep the table in cache); a challenger is
-    // compared with the current best through the columns.
-    let mut best: Map<(ScopeKind, &str), usize> = map_with_capacity(survivors);
-    for ((row, record), outcome) in candidates.iter().zip(outcomes.iter_mut()) {
-        if outcome.is_some() {
+/// best of its group; the winners keep `None`. `survivors` lists the
+/// candidates that passed stages 1-3 with their (scope kind, key) group (in
+/// scope, their scope is the context's scope of their kind, so (kind, key)
+/// names the group); those excluded since are skipped. `best` is scratch space.
+pub fn exclude_losers<C: Candidates>(
+    candidates: &C,
+    survivors: &[(usize, ScopeKind, C::Key)],
+    outcomes: &mut [Option<Reason>],
+    best: &mut BestOfGroups<C::Key>,
+) {
+    let best = &mut best.0;
+    best.clear();
+    best.reserve(survivors.len());
+    for &(index, kind, key) in survivors {
+        let Some(outcome) = outcomes.get_mut(index) else {
             continue;
-        }
+        };
+        let (None, Some(facts)) = (*outcome, candidates.facts(index)) else {
+            continue;
+        };
         // Every survivor loses unless it is its group's best at the end.
         *outcome = Some(Reason::LowerPrecedence);
-        best.entry((record.scope.kind, record.key))
-            .and_modify(|current| {
-                let beats_current = candidates
-                    .get(*current)
-                    .is_none_or(|incumbent| compare(&record, &incumbent) == Ordering::Less);
-                if beats_current {
-                    *current = row;
+        best.entry((kind, key))
+            .and_modify(|(current, current_facts)| {
+                let by_id = || candidates.compare_ids(index, *current);
+                if compare(&facts, current_facts, by_id) == Ordering::Less {
+                    *current = index;
+                    *current_facts = facts;
                 }
             })
-            .or_insert(row);
+            .or_insert((index, facts));
     }
-    for row in best.into_values() {
-        if let Some(outcome) = outcomes.get_mut(row) {
+    for (_, (index, _)) in best.drain() {
+        if let Some(outcome) = outcomes.get_mut(index) {
             *outcome = None;
         }
     }
@@ -61,9 +73,25 @@ pub fn exclude_losers(candidates: &CandidateSet<'_>, outcomes: &mut [Option<Reas
 
 #[cfg(test)]
 mod tests {
-    use super::super::candidates::ScopeRef;
+    use super::super::candidates::{CandidateSet, Context, Record, ScopeRef};
+    use super::super::view::ContextCandidates;
+    use super::super::TombstoneIndex;
     use super::*;
     use crate::model::{Authority, Status};
+
+    fn by_facts(a: &Record<'_>, b: &Record<'_>) -> Ordering {
+        let facts = |r: &Record<'_>| Facts {
+            status: r.status,
+            authority: r.authority,
+            version: r.version,
+            valid_from: r.valid_from,
+            valid_until: r.valid_until,
+            observed_at: r.observed_at,
+        };
+        compare(&facts(a), &facts(b), || {
+            a.id.as_bytes().cmp(b.id.as_bytes())
+        })
+    }
 
     fn record(
         id: &'static str,
@@ -89,12 +117,12 @@ mod tests {
     fn authority_beats_version_beats_recency_beats_id() {
         let strong = record("z", Authority::UserCorrected, 1, 0);
         let newer_version = record("y", Authority::UserConfirmed, 9, 0);
-        assert_eq!(compare(&strong, &newer_version), Ordering::Less);
+        assert_eq!(by_facts(&strong, &newer_version), Ordering::Less);
         let later = record("x", Authority::UserConfirmed, 9, 5);
-        assert_eq!(compare(&later, &newer_version), Ordering::Less);
+        assert_eq!(by_facts(&later, &newer_version), Ordering::Less);
         let same_but_id = record("a", Authority::UserConfirmed, 9, 5);
-        assert_eq!(compare(&same_but_id, &later), Ordering::Less);
-        assert_eq!(compare(&later, &later), Ordering::Equal);
+        assert_eq!(by_facts(&same_but_id, &later), Ordering::Less);
+        assert_eq!(by_facts(&later, &later), Ordering::Equal);
     }
 
     #[test]
@@ -105,7 +133,7 @@ mod tests {
             .iter()
             .map(|id| record(id, Authority::ModelInferred, 1, 0))
             .collect();
-        records.sort_by(compare);
+        records.sort_by(by_facts);
         let order: Vec<_> = records.iter().map(|r| r.id).collect();
         assert_eq!(order, ["Z", "a", "é", "𝔘"]);
     }
@@ -114,7 +142,7 @@ mod tests {
     fn extreme_versions_compare_without_overflow() {
         let low = record("a", Authority::ModelInferred, i64::MIN, 0);
         let high = record("b", Authority::ModelInferred, i64::MAX, 0);
-        assert_eq!(compare(&high, &low), Ordering::Less);
+        assert_eq!(by_facts(&high, &low), Ordering::Less);
     }
 
     #[test]
@@ -127,7 +155,20 @@ mod tests {
         set.push(elsewhere);
         set.push(record("excluded-earlier", Authority::UserCorrected, 9, 0));
         let mut outcomes = vec![None, None, None, Some(Reason::Forgotten)];
-        exclude_losers(&set, &mut outcomes);
+        let context = Context {
+            now: 0,
+            user_id: "u",
+            character_id: "c",
+            conversation_id: "k",
+            scene_id: None,
+        };
+        let index = TombstoneIndex::default();
+        let view = ContextCandidates::new(&set, &context, &index);
+        let survivors: Vec<_> = [0, 1, 2]
+            .into_iter()
+            .map(|row| (row, ScopeKind::User, set.keys()[row]))
+            .collect();
+        exclude_losers(&view, &survivors, &mut outcomes, &mut BestOfGroups::default());
         assert_eq!(
             outcomes,
             [

@@ -7,6 +7,8 @@
 //! edge-bearing records names every member, a self-edge names itself, and a
 //! dangling id names no candidate. No graph walk is needed.
 
+use std::hash::Hash;
+
 use super::hash::{set_with_capacity, Set};
 use crate::model::Status;
 
@@ -18,11 +20,11 @@ pub fn bears_edge(in_interval: bool, status: Status) -> bool {
 
 /// The ids named by edge-bearing records.
 #[derive(Debug)]
-pub struct SupersededIds<'a> {
-    named: Set<&'a str>,
+pub struct SupersededIds<I> {
+    named: Set<I>,
 }
 
-impl<'a> SupersededIds<'a> {
+impl<I: Eq + Hash> SupersededIds<I> {
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
@@ -30,13 +32,27 @@ impl<'a> SupersededIds<'a> {
         }
     }
 
-    pub fn add_edge(&mut self, target: &'a str) {
+    pub fn add_edge(&mut self, target: I) {
         self.named.insert(target);
     }
 
     #[must_use]
-    pub fn contains(&self, id: &str) -> bool {
+    pub fn contains(&self, id: &I) -> bool {
         !self.named.is_empty() && self.named.contains(id)
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.named.is_empty()
+    }
+
+    /// Room for `additional` more ids without rehashing.
+    pub fn reserve(&mut self, additional: usize) {
+        self.named.reserve(additional);
+    }
+
+    pub fn clear(&mut self) {
+        self.named.clear();
     }
 }
 
@@ -58,9 +74,9 @@ mod tests {
         let mut hidden = SupersededIds::with_capacity(2);
         hidden.add_edge("a");
         hidden.add_edge("b:c");
-        assert!(hidden.contains("a"));
-        assert!(hidden.contains("b:c"));
-        assert!(!hidden.contains("A"));
-        assert!(!hidden.contains("b"));
+        assert!(hidden.contains(&"a"));
+        assert!(hidden.contains(&"b:c"));
+        assert!(!hidden.contains(&"A"));
+        assert!(!hidden.contains(&"b"));
     }
 }

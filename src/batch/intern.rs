@@ -1,0 +1,341 @@
+//! Interning a store's strings, once, so that resolving its contexts hashes
+//! and compares integers.
+//!
+//! - [`first_duplicate`]: the first repeated record id, found in parallel:
+//!   ids are split into partitions by hash, and each partition's table is
+//!   small enough for the cache.
+//! - [`KeyRanks`]: key → its rank among the store's distinct keys in code
+//!   point order, so comparing ranks orders keys as their strings.
+//! - [`Interned`]: the distinct values of one scope id column.
+//! - [`ScopeIndex`]: scope (kind and interned ids) → number, and the rows of
+//!   each scope contiguous.
+
+use rayon::prelude::*;
+
+use crate::model::ScopeKind;
+use crate::resolve::hash::{map_with_capacity, Hashed, Map};
+
+/// Marks "no row" and "no value" in `u32` columns.
+pub const NO_ROW: u32 = u32::MAX;
+
+/// From this many ids on, the duplicate check runs in partitions, in parallel.
+const PARTITION_FROM: usize = 65_536;
+const PARTITION_BITS: u32 = 8;
+
+/// The first pair of rows `(earlier, later)` sharing an id, if any: the
+/// smallest `later` whose id appears at an earlier row.
+#[must_use]
+pub fn first_duplicate(ids: &[Hashed<'_>]) -> Option<(usize, usize)> {
+    let count = if ids.len() >= PARTITION_FROM {
+        1_usize << PARTITION_BITS
+    } else {
+        1
+    };
+    // Top bits choose the partition (the tables hash the whole value again).
+    let partition_of = |id: &Hashed<'_>| {
+        if count == 1 {
+            0
+        } else {
+            usize::try_from(id.hash >> (64 - PARTITION_BITS)).unwrap_or(0)
+        }
+    };
+    // (id, row) grouped by partition, rows ascending within each: a counting sort.
+    let mut starts = vec![0_usize; count + 1];
+    for id in ids {
+        if let Some(slot) = starts.get_mut(partition_of(id) + 1) {
+            *slot += 1;
+        }
+    }
+    for index in 1..starts.len() {
+        let before = starts.get(index - 1).copied().unwrap_or(0);
+        if let Some(slot) = starts.get_mut(index) {
+            *slot += before;
+        }
+    }
+    let mut next = starts.clone();
+    let empty = Hashed { hash: 0, text: "" };
+    let mut grouped = vec![(empty, 0_usize); ids.len()];
+    for (row, id) in ids.iter().enumerate() {
+        if let Some(position) = next.get_mut(partition_of(id)) {
+            if let Some(slot) = grouped.get_mut(*position) {
+                *slot = (*id, row);
+            }
+            *position += 1;
+        }
+    }
+    starts
+        .par_windows(2)
+        .filter_map(|bounds| {
+            let entries = match bounds {
+                [start, end] => grouped.get(*start..*end).unwrap_or(&[]),
+                _ => &[],
+            };
+            let mut seen: Map<Hashed<'_>, usize> = map_with_capacity(entries.len());
+            // Rows ascend within a partition: the first repeat found has
+            // this partition's smallest `later`.
+            entries.iter().find_map(|&(id, row)| {
+                let earlier = *seen.entry(id).or_insert(row);
+                (earlier != row).then_some((earlier, row))
+            })
+        })
+        .min_by_key(|&(_, later)| later)
+}
+
+/// Key → rank among the distinct keys, in code point order.
+pub struct KeyRanks<'a> {
+    ranks: Map<Hashed<'a>, u32>,
+}
+
+impl<'a> KeyRanks<'a> {
+    /// Each row's key rank, and the table.
+    #[must_use]
+    pub fn build(keys: Numbering<'a>) -> (Self, Vec<u32>) {
+        let Numbering {
+            mut numbers,
+            distinct,
+            mut by_row,
+        } = keys;
+        // Number of first appearance → rank in key order.
+        let mut order: Vec<u32> = (0..u32::try_from(distinct.len()).unwrap_or(NO_ROW)).collect();
+        order.par_sort_unstable_by(|&a, &b| {
+            let text = |n: u32| distinct.get(n as usize).map(|k| k.text.as_bytes());
+            text(a).cmp(&text(b))
+        });
+        let mut rank_of_number = vec![0_u32; distinct.len()];
+        for (rank, &number) in order.iter().enumerate() {
+            if let Some(slot) = rank_of_number.get_mut(number as usize) {
+                *slot = u32::try_from(rank).unwrap_or(NO_ROW);
+            }
+        }
+        let rank = |number: u32| {
+            rank_of_number
+                .get(number as usize)
+                .copied()
+                .unwrap_or(NO_ROW)
+        };
+        for number in &mut by_row {
+            *number = rank(*number);
+        }
+        for value in numbers.values_mut() {
+            *value = rank(*value);
+        }
+        (Self { ranks: numbers }, by_row)
+    }
+
+    /// The rank of `key`, if some record has it.
+    #[must_use]
+    pub fn rank_of(&self, key: &Hashed<'_>) -> Option<u32> {
+        self.ranks.get(key).copied()
+    }
+}
+
+/// Numbers values by first appearance, row by row ([`NO_ROW`] for null).
+pub struct Numbering<'a> {
+    numbers: Map<Hashed<'a>, u32>,
+    distinct: Vec<Hashed<'a>>,
+    by_row: Vec<u32>,
+}
+
+impl<'a> Numbering<'a> {
+    #[must_use]
+    pub fn with_capacity(rows: usize) -> Self {
+        Self {
+            numbers: map_with_capacity(1024),
+            distinct: Vec::new(),
+            by_row: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Numbers the next row's value.
+    pub fn push(&mut self, value: Option<Hashed<'a>>) {
+        let number = value.map_or(NO_ROW, |value| {
+            *self.numbers.entry(value).or_insert_with(|| {
+                self.distinct.push(value);
+                u32::try_from(self.distinct.len() - 1).unwrap_or(NO_ROW)
+            })
+        });
+        self.by_row.push(number);
+    }
+}
+
+impl<'a> FromIterator<Option<Hashed<'a>>> for Numbering<'a> {
+    fn from_iter<I: IntoIterator<Item = Option<Hashed<'a>>>>(values: I) -> Self {
+        let mut numbering = Self::with_capacity(0);
+        for value in values {
+            numbering.push(value);
+        }
+        numbering
+    }
+}
+
+/// The distinct values of one scope id column, numbered.
+pub struct Interned<'a> {
+    numbers: Map<Hashed<'a>, u32>,
+}
+
+impl<'a> Interned<'a> {
+    /// The column's table, and each row's number ([`NO_ROW`] for null).
+    #[must_use]
+    pub fn build(values: Numbering<'a>) -> (Self, Vec<u32>) {
+        (
+            Self {
+                numbers: values.numbers,
+            },
+            values.by_row,
+        )
+    }
+
+    /// The number of `value`, if some row has it.
+    #[must_use]
+    pub fn number_of(&self, value: &Hashed<'_>) -> Option<u32> {
+        self.numbers.get(value).copied()
+    }
+}
+
+/// A scope with its ids interned: the kind and one or two column numbers.
+pub type ScopeKey = (ScopeKind, u32, u32);
+
+/// Scope → number, and each scope's rows (ascending), contiguous.
+pub struct ScopeIndex {
+    numbers: Map<ScopeKey, u32>,
+    starts: Vec<u32>,
+    rows: Vec<u32>,
+}
+
+impl ScopeIndex {
+    /// The index of the rows' scopes, and each row's scope number.
+    #[must_use]
+    pub fn build(scopes: impl Iterator<Item = ScopeKey>, rows: usize) -> (Self, Vec<u32>) {
+        let mut numbers: Map<ScopeKey, u32> = map_with_capacity(1024);
+        let mut counts: Vec<u32> = Vec::new();
+        let mut by_row = Vec::with_capacity(rows);
+        for scope in scopes {
+            let next = u32::try_from(counts.len()).unwrap_or(NO_ROW);
+            let number = *numbers.entry(scope).or_insert(next);
+            if number == next {
+                counts.push(0);
+            }
+            if let Some(count) = counts.get_mut(number as usize) {
+                *count += 1;
+            }
+            by_row.push(number);
+        }
+        let mut starts = Vec::with_capacity(counts.len() + 1);
+        let mut total = 0_u32;
+        starts.push(0);
+        for count in counts {
+            total = total.saturating_add(count);
+            starts.push(total);
+        }
+        let mut next: Vec<u32> = starts.clone();
+        let mut grouped = vec![0_u32; by_row.len()];
+        for (row, &number) in by_row.iter().enumerate() {
+            if let Some(position) = next.get_mut(number as usize) {
+                if let Some(slot) = grouped.get_mut(*position as usize) {
+                    *slot = u32::try_from(row).unwrap_or(NO_ROW);
+                }
+                *position += 1;
+            }
+        }
+        (
+            Self {
+                numbers,
+                starts,
+                rows: grouped,
+            },
+            by_row,
+        )
+    }
+
+    /// The number of a scope, if some record has it.
+    #[must_use]
+    pub fn number_of(&self, scope: ScopeKey) -> Option<u32> {
+        self.numbers.get(&scope).copied()
+    }
+
+    /// The rows of scope `number`, ascending.
+    #[must_use]
+    pub fn rows_of(&self, number: u32) -> &[u32] {
+        let index = number as usize;
+        match (self.starts.get(index), self.starts.get(index + 1)) {
+            (Some(&start), Some(&end)) => {
+                self.rows.get(start as usize..end as usize).unwrap_or(&[])
+            }
+            _ => &[],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolve::hash::text_hasher;
+
+    fn hashed(texts: &[&'static str]) -> Vec<Hashed<'static>> {
+        let state = text_hasher();
+        texts.iter().map(|t| Hashed::new(&state, t)).collect()
+    }
+
+    #[test]
+    fn the_first_repeat_is_found_with_and_without_partitions() {
+        for size in [10, PARTITION_FROM + 10] {
+            let owned: Vec<String> = (0..size).map(|n| format!("id-{n}")).collect();
+            let state = text_hasher();
+            let mut ids: Vec<Hashed<'_>> = owned.iter().map(|id| Hashed::new(&state, id)).collect();
+            assert_eq!(first_duplicate(&ids), None);
+            // Three repeats: the one whose second occurrence comes first is reported.
+            let repeat = |n: usize| Hashed::new(&state, owned[n].as_str());
+            ids[size - 1] = repeat(2);
+            ids[size - 3] = repeat(5);
+            ids[size - 2] = repeat(1);
+            assert_eq!(first_duplicate(&ids), Some((5, size - 3)));
+        }
+    }
+
+    #[test]
+    fn equal_hashes_are_not_duplicates_unless_the_ids_are_equal() {
+        let ids = [
+            Hashed { hash: 1, text: "a" },
+            Hashed { hash: 1, text: "b" },
+            Hashed { hash: 1, text: "a" },
+        ];
+        assert_eq!(first_duplicate(&ids), Some((0, 2)));
+        assert_eq!(first_duplicate(&ids[..2]), None);
+    }
+
+    #[test]
+    fn key_ranks_follow_code_point_order() {
+        let keys = hashed(&["b", "é", "a", "b", "Z", "ab"]);
+        let (ranks, by_row) = KeyRanks::build(keys.iter().copied().map(Some).collect());
+        // Z < a < ab < b < é
+        assert_eq!(by_row, [3, 4, 1, 3, 0, 2]);
+        assert_eq!(ranks.rank_of(&hashed(&["ab"])[0]), Some(2));
+        assert_eq!(ranks.rank_of(&hashed(&["c"])[0]), None);
+    }
+
+    #[test]
+    fn column_values_are_numbered_and_nulls_are_not() {
+        let values = hashed(&["u1", "u2"]);
+        let column = [Some(values[0]), None, Some(values[1]), Some(values[0])];
+        let (interned, by_row) = Interned::build(column.into_iter().collect());
+        assert_eq!(by_row, [0, NO_ROW, 1, 0]);
+        assert_eq!(interned.number_of(&values[1]), Some(1));
+    }
+
+    #[test]
+    fn scope_rows_are_grouped_in_row_order() {
+        let scopes = [
+            (ScopeKind::User, 0, 0),
+            (ScopeKind::Conversation, 0, 0),
+            (ScopeKind::User, 0, 0),
+            (ScopeKind::Character, 0, 1),
+        ];
+        let (index, by_row) = ScopeIndex::build(scopes.iter().copied(), scopes.len());
+        assert_eq!(by_row, [0, 1, 0, 2]);
+        assert_eq!(index.rows_of(0), [0, 2]);
+        assert_eq!(index.rows_of(2), [3]);
+        assert_eq!(index.rows_of(9), [] as [u32; 0]);
+        assert_eq!(index.number_of((ScopeKind::Conversation, 0, 0)), Some(1));
+        assert_eq!(index.number_of((ScopeKind::Scene, 0, 0)), None);
+    }
+}
