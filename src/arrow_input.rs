@@ -21,7 +21,7 @@ use arrow_schema::{DataType, SchemaRef, TimeUnit};
 use crate::batch::intern::{first_duplicate, Interned, KeyRanks, Numbering, ScopeIndex, NO_ROW};
 use crate::batch::{scope_key, Store};
 use crate::model::{Authority, ScopeKind, Status, AUTHORITY_NAMES, SCOPE_KIND_NAMES, STATUS_NAMES};
-use crate::resolve::hash::{same_bytes, text_hasher, Hashed};
+use crate::resolve::hash::{text_hasher, Hashed};
 use crate::resolve::{Context, ScopeRef, Tombstone};
 use foldhash::fast::FixedState;
 
@@ -389,6 +389,36 @@ impl<'t> Table<'t> {
         Ok(text_column)
     }
 
+    /// A string column checked as [`Self::text`] does and visited row by row
+    /// in the same pass.
+    pub fn visit_text(
+        &self,
+        column: &str,
+        required: bool,
+        nonempty: bool,
+        mut visit: impl FnMut(Option<&'t str>),
+    ) -> Checked<()> {
+        if !required && !self.has(column) {
+            (0..self.rows).for_each(|_| visit(None));
+            return Ok(());
+        }
+        self.text_chunks(column)?
+            .try_for_each(|row, text| match text {
+                None if required => {
+                    Err(self.fail(column, "is null; a value is required", Some(row)))
+                }
+                Some("") if nonempty => Err(self.fail(
+                    column,
+                    "is empty; a non-empty string is required",
+                    Some(row),
+                )),
+                _ => {
+                    visit(text);
+                    Ok(())
+                }
+            })
+    }
+
     /// An optional string column: absent means every row is null.
     pub fn optional_text(&self, column: &str, nonempty: bool) -> Checked<TextColumn<'t>> {
         if self.has(column) {
@@ -402,6 +432,9 @@ impl<'t> Table<'t> {
     pub fn codes(&self, column: &str, names: &[&str]) -> Checked<Vec<u8>> {
         let text_column = self.text_chunks(column)?;
         let mut codes = Vec::with_capacity(self.rows);
+        // Names are short: each is compared as (length, 16-byte prefix).
+        let name_keys: Vec<Option<(usize, u128)>> =
+            names.iter().map(|name| short_key(name)).collect();
         text_column.try_for_each(|row, text| {
             let code = match text {
                 None => return Err(self.fail(column, "is null; a value is required", Some(row))),
@@ -412,9 +445,8 @@ impl<'t> Table<'t> {
                         Some(row),
                     ))
                 }
-                Some(text) => names
-                    .iter()
-                    .position(|name| same_bytes(name.as_bytes(), text.as_bytes()))
+                Some(text) => short_key(text)
+                    .and_then(|key| name_keys.iter().position(|name| *name == Some(key)))
                     .and_then(|code| u8::try_from(code).ok())
                     .ok_or_else(|| {
                         let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
@@ -457,32 +489,19 @@ impl<'t> Table<'t> {
         let chunks = self.chunks(column)?;
         let mut micros = Vec::with_capacity(self.rows);
         for array in chunks {
-            let (ticks, per_second): (Vec<Option<i64>>, i64) = match array.data_type() {
-                DataType::Timestamp(TimeUnit::Second, Some(_)) => (
-                    array.as_primitive::<TimestampSecondType>().iter().collect(),
-                    1,
-                ),
-                DataType::Timestamp(TimeUnit::Millisecond, Some(_)) => (
-                    array
-                        .as_primitive::<TimestampMillisecondType>()
-                        .iter()
-                        .collect(),
-                    1_000,
-                ),
-                DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => (
-                    array
-                        .as_primitive::<TimestampMicrosecondType>()
-                        .iter()
-                        .collect(),
-                    1_000_000,
-                ),
-                DataType::Timestamp(TimeUnit::Nanosecond, Some(_)) => (
-                    array
-                        .as_primitive::<TimestampNanosecondType>()
-                        .iter()
-                        .collect(),
-                    1_000_000_000,
-                ),
+            let (ticks, nulls, per_second) = match array.data_type() {
+                DataType::Timestamp(TimeUnit::Second, Some(_)) => {
+                    ticks_of::<TimestampSecondType>(array, 1)
+                }
+                DataType::Timestamp(TimeUnit::Millisecond, Some(_)) => {
+                    ticks_of::<TimestampMillisecondType>(array, 1_000)
+                }
+                DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => {
+                    ticks_of::<TimestampMicrosecondType>(array, 1_000_000)
+                }
+                DataType::Timestamp(TimeUnit::Nanosecond, Some(_)) => {
+                    ticks_of::<TimestampNanosecondType>(array, 1_000_000_000)
+                }
                 other => {
                     let other = type_name(other);
                     return Err(self.fail(
@@ -492,21 +511,27 @@ impl<'t> Table<'t> {
                     ));
                 }
             };
-            for tick in ticks {
+            for (index, &tick) in ticks.iter().enumerate() {
                 let row = micros.len();
-                micros.push(match tick {
-                    None if required => {
-                        return Err(self.fail(column, "is null; a value is required", Some(row)))
+                if nulls.is_some_and(|nulls| nulls.is_null(index)) {
+                    if required {
+                        return Err(self.fail(column, "is null; a value is required", Some(row)));
                     }
-                    None => None,
-                    Some(tick) => Some(floor_to_micros(tick, per_second).ok_or_else(|| {
-                        self.fail(
-                            column,
-                            "is out of the range of microseconds in 64 bits",
-                            Some(row),
-                        )
-                    })?),
-                });
+                    micros.push(None);
+                    continue;
+                }
+                let instant = if per_second == 1_000_000 {
+                    Some(tick)
+                } else {
+                    floor_to_micros(tick, per_second)
+                };
+                micros.push(Some(instant.ok_or_else(|| {
+                    self.fail(
+                        column,
+                        "is out of the range of microseconds in 64 bits",
+                        Some(row),
+                    )
+                })?));
             }
         }
         Ok(micros)
@@ -643,7 +668,6 @@ impl<'t> Table<'t> {
         kinds: &'s [ScopeKind],
         ids: &'s [TextColumn<'t>; 4],
     ) -> impl Iterator<Item = Checked<ScopeRef<'t>>> + 's {
-        const COLUMNS: [&str; 4] = ["user_id", "character_id", "conversation_id", "scene_id"];
         let [users, characters, conversations, scenes] = ids;
         let rows = users
             .iter()
@@ -651,33 +675,18 @@ impl<'t> Table<'t> {
             .zip(conversations.iter().zip(scenes.iter()));
         kinds.iter().zip(rows).enumerate().map(
             move |(row, (&kind, ((user, character), (conversation, scene))))| {
-                let needed: [(usize, Option<&'t str>); 2] = match kind {
-                    ScopeKind::User => [(0, user), (4, Some("-"))],
-                    ScopeKind::Character => [(0, user), (1, character)],
-                    ScopeKind::Conversation => [(2, conversation), (4, Some("-"))],
-                    ScopeKind::Scene => [(2, conversation), (3, scene)],
-                };
+                let values = [user, character, conversation, scene];
                 let mut fields = ["", ""];
-                for (slot, (index, value)) in fields.iter_mut().zip(needed) {
-                    match value {
+                for (slot, &column) in fields.iter_mut().zip(needed_columns(kind)) {
+                    match values.get(column).copied().flatten() {
                         Some(text) if !text.is_empty() => *slot = text,
-                        _ => {
-                            let column = COLUMNS.get(index).copied().unwrap_or("scope");
-                            let problem = if value.is_none() { "null" } else { "empty" };
-                            return Err(self.fail(
-                                column,
-                                &format!("is {problem}; a {} scope needs it", kind.name()),
-                                Some(row),
-                            ));
+                        value => {
+                            return Err(missing_scope_id(self, kind, column, value.is_none(), row))
                         }
                     }
                 }
+                // One-field kinds keep "" in `second`.
                 let [first, second] = fields;
-                let second = if matches!(kind, ScopeKind::User | ScopeKind::Conversation) {
-                    ""
-                } else {
-                    second
-                };
                 Ok(ScopeRef {
                     kind,
                     first,
@@ -686,6 +695,26 @@ impl<'t> Table<'t> {
             },
         )
     }
+}
+
+/// `text` as (length, its first 16 bytes big-endian), if it has at most 16 bytes.
+fn short_key(text: &str) -> Option<(usize, u128)> {
+    let bytes = text.as_bytes();
+    let mut buffer = [0_u8; 16];
+    buffer.get_mut(..bytes.len())?.copy_from_slice(bytes);
+    Some((bytes.len(), u128::from_be_bytes(buffer)))
+}
+
+/// A timestamp chunk's raw ticks, its nulls, and its ticks per second.
+fn ticks_of<T>(
+    array: &ArrayRef,
+    per_second: i64,
+) -> (&[i64], Option<&arrow_buffer::NullBuffer>, i64)
+where
+    T: arrow_array::ArrowPrimitiveType<Native = i64>,
+{
+    let array = array.as_primitive::<T>();
+    (array.values().as_ref(), array.nulls(), per_second)
 }
 
 const INTEGER_COLUMN: &str = "a signed integer column of at most 64 bits";
@@ -815,7 +844,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Checked<Store<'t>> {
         },
     );
     let ((ids, duplicate), (keys, key_ranks)) = (ids?, keys?);
-    let (kinds, (scope_id_columns, interned)) = (kinds?, scope_ids?);
+    let (kinds, interned) = (kinds?, scope_ids?);
     let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] =
         interned;
     let (statuses, authorities) = (statuses?, authorities?);
@@ -830,11 +859,8 @@ pub fn read_records<'t>(table: &Table<'t>) -> Checked<Store<'t>> {
         &conversation_numbers,
         &scene_numbers,
     ];
-    let (bad_scope, (scopes, scope_numbers)) =
-        index_scopes(table, &kinds, &scope_id_columns, numbers, parallel);
-    if let Some(error) = bad_scope {
-        return Err(error);
-    }
+    let interned = [&users, &characters, &conversations, &scenes];
+    let (scopes, scope_numbers) = index_scopes(table, &kinds, interned, numbers)?;
     if let Some((earlier, row)) = duplicate {
         let id = ids.get(row).map_or("", |id| id.text);
         return Err(table.duplicate_id(id, earlier, row));
@@ -876,25 +902,30 @@ type HashedIds<'t> = (Vec<Hashed<'t>>, Option<(usize, usize)>);
 
 /// The `supersedes` column hashed.
 fn read_supersedes<'t>(table: &Table<'t>, state: &FixedState) -> Checked<Vec<Option<Hashed<'t>>>> {
-    table
-        .optional_text("supersedes", true)
-        .map(|column| column.map(|named| named.map(|id| Hashed::new(state, id))))
+    let mut named = Vec::with_capacity(table.rows());
+    table.visit_text("supersedes", false, true, |id| {
+        named.push(id.map(|id| Hashed::new(state, id)));
+    })?;
+    Ok(named)
 }
 
 /// The `id` column hashed, and its first repeated id.
 fn read_ids<'t>(table: &Table<'t>, state: &FixedState) -> Checked<HashedIds<'t>> {
-    table.text("id", true, true).map(|column| {
-        let ids: Vec<Hashed<'t>> = column.map(|id| Hashed::new(state, id.unwrap_or("")));
-        let duplicate = first_duplicate(&ids);
-        (ids, duplicate)
-    })
+    let mut ids: Vec<Hashed<'t>> = Vec::with_capacity(table.rows());
+    table.visit_text("id", true, true, |id| {
+        ids.push(Hashed::new(state, id.unwrap_or("")));
+    })?;
+    let duplicate = first_duplicate(&ids);
+    Ok((ids, duplicate))
 }
 
 /// The `key` column, ranked.
 fn read_keys<'t>(table: &Table<'t>, state: &FixedState) -> Checked<(KeyRanks<'t>, Vec<u32>)> {
-    table
-        .text("key", true, true)
-        .map(|column| KeyRanks::build(numbered(&column, state, |key| Some(key.unwrap_or("")))))
+    let mut keys = Numbering::with_capacity(table.rows());
+    table.visit_text("key", true, true, |key| {
+        keys.push(Some(Hashed::new(state, key.unwrap_or(""))));
+    })?;
+    Ok(KeyRanks::build(keys))
 }
 
 type InternedColumn<'t> = (Interned<'t>, Vec<u32>);
@@ -904,7 +935,7 @@ fn read_scope_ids<'t>(
     table: &Table<'t>,
     state: &FixedState,
     parallel: bool,
-) -> Checked<([TextColumn<'t>; 4], [InternedColumn<'t>; 4])> {
+) -> Checked<[InternedColumn<'t>; 4]> {
     let columns = table.scope_id_columns()?;
     let intern = |column: &TextColumn<'t>| Interned::build(numbered(column, state, |text| text));
     let [users, characters, conversations, scenes] = &columns;
@@ -913,29 +944,67 @@ fn read_scope_ids<'t>(
         || both(parallel, || intern(users), || intern(characters)),
         || both(parallel, || intern(conversations), || intern(scenes)),
     );
-    Ok((columns, [user, character, conversation, scene]))
+    Ok([user, character, conversation, scene])
 }
 
-/// Each row's scope checked (the first bad row, if any) while the scopes are
-/// indexed from the id columns' numbers.
-fn index_scopes<'t>(
-    table: &Table<'t>,
-    kinds: &[ScopeKind],
-    columns: &[TextColumn<'t>; 4],
-    numbers: [&Vec<u32>; 4],
-    parallel: bool,
-) -> (Option<InputError>, (ScopeIndex, Vec<u32>)) {
-    both(
-        parallel,
-        || table.scopes(kinds, columns).find_map(Result::err),
-        || {
-            let keys = kinds.iter().enumerate().map(|(row, &kind)| {
-                let number = |column: &Vec<u32>| column.get(row).copied().unwrap_or(NO_ROW);
-                scope_key(kind, numbers.map(number))
-            });
-            ScopeIndex::build(keys, kinds.len())
-        },
+/// The ids a scope kind needs, as indices into the four scope id columns.
+fn needed_columns(kind: ScopeKind) -> &'static [usize] {
+    match kind {
+        ScopeKind::User => &[0],
+        ScopeKind::Character => &[0, 1],
+        ScopeKind::Conversation => &[2],
+        ScopeKind::Scene => &[2, 3],
+    }
+}
+
+const SCOPE_ID_COLUMNS: [&str; 4] = ["user_id", "character_id", "conversation_id", "scene_id"];
+
+/// The error for a scope id a row's kind needs that is null or empty.
+fn missing_scope_id(
+    table: &Table<'_>,
+    kind: ScopeKind,
+    column: usize,
+    null: bool,
+    row: usize,
+) -> InputError {
+    let name = SCOPE_ID_COLUMNS.get(column).copied().unwrap_or("scope");
+    let problem = if null { "null" } else { "empty" };
+    table.fail(
+        name,
+        &format!("is {problem}; a {} scope needs it", kind.name()),
+        Some(row),
     )
+}
+
+/// The rows' scopes indexed from the id columns' numbers, each row checked
+/// on the way (its kind's ids non-null and non-empty): the first bad row
+/// stops the index and is the error.
+fn index_scopes(
+    table: &Table<'_>,
+    kinds: &[ScopeKind],
+    interned: [&Interned<'_>; 4],
+    numbers: [&Vec<u32>; 4],
+) -> Checked<(ScopeIndex, Vec<u32>)> {
+    let state = text_hasher();
+    let empty = interned.map(|column| column.number_of(&Hashed::new(&state, "")));
+    let mut bad = None;
+    let keys = kinds.iter().enumerate().map_while(|(row, &kind)| {
+        let row_numbers = numbers.map(|column| column.get(row).copied().unwrap_or(NO_ROW));
+        for &column in needed_columns(kind) {
+            let number = row_numbers.get(column).copied().unwrap_or(NO_ROW);
+            let is_empty = empty.get(column).copied().flatten() == Some(number);
+            if number == NO_ROW || is_empty {
+                bad = Some(missing_scope_id(table, kind, column, number == NO_ROW, row));
+                return None;
+            }
+        }
+        Some(scope_key(kind, row_numbers))
+    });
+    let index = ScopeIndex::build(keys, kinds.len());
+    match bad {
+        Some(error) => Err(error),
+        None => Ok(index),
+    }
 }
 
 /// The contexts table: each row's `context_id` and context.

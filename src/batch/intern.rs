@@ -197,21 +197,81 @@ pub type ScopeKey = (ScopeKind, u32, u32);
 
 /// Scope → number, and each scope's rows (ascending), contiguous.
 pub struct ScopeIndex {
-    numbers: Map<ScopeKey, u32>,
+    numbers: ScopeNumbers,
     starts: Vec<u32>,
     rows: Vec<u32>,
+}
+
+/// Scope numbers: one-field scopes (`user`, `conversation`) by their one
+/// column number in a plain array, two-field scopes by hash.
+struct ScopeNumbers {
+    by_first: [Vec<u32>; 2],
+    by_pair: Map<ScopeKey, u32>,
+    /// Arrays grow only to this length; larger column numbers go by hash.
+    direct_below: u32,
+}
+
+impl ScopeNumbers {
+    fn slot(&self, scope: ScopeKey) -> Option<(usize, usize)> {
+        let (kind, first, _) = scope;
+        let array = match kind {
+            ScopeKind::User => 0,
+            ScopeKind::Conversation => 1,
+            ScopeKind::Character | ScopeKind::Scene => return None,
+        };
+        (first < self.direct_below).then_some((array, first as usize))
+    }
+
+    fn get(&self, scope: ScopeKey) -> Option<u32> {
+        match self.slot(scope) {
+            Some((array, index)) => self
+                .by_first
+                .get(array)
+                .and_then(|numbers| numbers.get(index))
+                .copied()
+                .filter(|&number| number != NO_ROW),
+            None => self.by_pair.get(&scope).copied(),
+        }
+    }
+
+    /// The number of `scope`, given `next` if it is new.
+    fn get_or_insert(&mut self, scope: ScopeKey, next: u32) -> u32 {
+        match self.slot(scope) {
+            Some((array, index)) => {
+                let Some(numbers) = self.by_first.get_mut(array) else {
+                    return next;
+                };
+                if numbers.len() <= index {
+                    numbers.resize(index + 1, NO_ROW);
+                }
+                match numbers.get_mut(index) {
+                    Some(slot) if *slot == NO_ROW => {
+                        *slot = next;
+                        next
+                    }
+                    Some(slot) => *slot,
+                    None => next,
+                }
+            }
+            None => *self.by_pair.entry(scope).or_insert(next),
+        }
+    }
 }
 
 impl ScopeIndex {
     /// The index of the rows' scopes, and each row's scope number.
     #[must_use]
     pub fn build(scopes: impl Iterator<Item = ScopeKey>, rows: usize) -> (Self, Vec<u32>) {
-        let mut numbers: Map<ScopeKey, u32> = map_with_capacity(1024);
+        let mut numbers = ScopeNumbers {
+            by_first: [Vec::new(), Vec::new()],
+            by_pair: map_with_capacity(1024),
+            direct_below: u32::try_from(rows).unwrap_or(NO_ROW),
+        };
         let mut counts: Vec<u32> = Vec::new();
         let mut by_row = Vec::with_capacity(rows);
         for scope in scopes {
             let next = u32::try_from(counts.len()).unwrap_or(NO_ROW);
-            let number = *numbers.entry(scope).or_insert(next);
+            let number = numbers.get_or_insert(scope, next);
             if number == next {
                 counts.push(0);
             }
@@ -250,7 +310,7 @@ impl ScopeIndex {
     /// The number of a scope, if some record has it.
     #[must_use]
     pub fn number_of(&self, scope: ScopeKey) -> Option<u32> {
-        self.numbers.get(&scope).copied()
+        self.numbers.get(scope)
     }
 
     /// The rows of scope `number`, ascending.
@@ -337,5 +397,8 @@ mod tests {
         assert_eq!(index.rows_of(9), [] as [u32; 0]);
         assert_eq!(index.number_of((ScopeKind::Conversation, 0, 0)), Some(1));
         assert_eq!(index.number_of((ScopeKind::Scene, 0, 0)), None);
+        assert_eq!(index.number_of((ScopeKind::User, 1, 0)), None);
+        assert_eq!(index.number_of((ScopeKind::User, u32::MAX, 0)), None);
+        assert_eq!(index.number_of((ScopeKind::Character, 0, 1)), Some(2));
     }
 }

@@ -4,12 +4,11 @@
 
 use pyo3::prelude::*;
 
-// The batch form allocates and frees hundreds of megabytes per call; the
-// system allocator returns them to the kernel, which then zeroes fresh pages
-// on the next call (a fifth of the time at a million records). mimalloc keeps
-// and reuses them. Only Rust's own allocations go through it.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator. mimalloc (v3, default options) was tried: it purges
+// freed memory back to the kernel 10 ms after a free and re-faults it as huge
+// pages, so the first batch call in a process ran about twice as slow (1M
+// records: 0.5-0.65 s against 0.23-0.30 s, 2 to 5 times the system time);
+// its options can only be set through the environment or unsafe code.
 
 mod batch;
 mod cache;

@@ -67,14 +67,17 @@ fn compare_text(a: (u128, &str), b: (u128, &str)) -> Ordering {
 /// kind: ranking those scopes once reduces the winners' order to (kind rank, key).
 #[must_use]
 pub fn scope_ranks(context: &Context<'_>) -> [usize; 4] {
-    let mut scopes: Vec<ScopeRef<'_>> = ScopeKind::ALL
-        .iter()
-        .filter_map(|&kind| context.scope_of(kind))
-        .collect();
-    scopes.sort_unstable_by(compare_scope_ids);
+    // On the stack: this runs once per context, for every context of a batch.
+    let mut scopes = ScopeKind::ALL.map(|kind| context.scope_of(kind));
+    scopes.sort_unstable_by(|a, b| match (a, b) {
+        (Some(a), Some(b)) => compare_scope_ids(a, b),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => Ordering::Equal,
+    });
     let mut rank_of_kind = [usize::MAX; 4];
     for (rank, scope) in scopes.iter().enumerate() {
-        if let Some(slot) = rank_of_kind.get_mut(scope.kind as usize) {
+        if let Some(slot) = scope.and_then(|scope| rank_of_kind.get_mut(scope.kind as usize)) {
             *slot = rank;
         }
     }

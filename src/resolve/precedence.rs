@@ -22,12 +22,20 @@ pub fn compare(a: &Facts, b: &Facts, by_id: impl FnOnce() -> Ordering) -> Orderi
         .then_with(by_id)
 }
 
-/// The best candidate of each (scope kind, key) group so far, with its facts.
-pub struct BestOfGroups<K>(Map<(ScopeKind, K), (usize, Facts)>);
+/// The best candidate of each (scope kind, key) group so far, with its
+/// facts: a table from group to a slot of a dense list, so that reading the
+/// winners walks the groups, not the table's capacity.
+pub struct BestOfGroups<K> {
+    slots: Map<(ScopeKind, K), usize>,
+    best: Vec<(usize, Facts)>,
+}
 
 impl<K> Default for BestOfGroups<K> {
     fn default() -> Self {
-        Self(map_with_capacity(0))
+        Self {
+            slots: map_with_capacity(0),
+            best: Vec::new(),
+        }
     }
 }
 
@@ -40,11 +48,12 @@ pub fn exclude_losers<C: Candidates>(
     candidates: &C,
     survivors: &[(usize, ScopeKind, C::Key)],
     outcomes: &mut [Option<Reason>],
-    best: &mut BestOfGroups<C::Key>,
+    groups: &mut BestOfGroups<C::Key>,
 ) {
-    let best = &mut best.0;
+    let BestOfGroups { slots, best } = groups;
+    slots.clear();
+    slots.reserve(survivors.len());
     best.clear();
-    best.reserve(survivors.len());
     for &(index, kind, key) in survivors {
         let Some(outcome) = outcomes.get_mut(index) else {
             continue;
@@ -54,17 +63,19 @@ pub fn exclude_losers<C: Candidates>(
         };
         // Every survivor loses unless it is its group's best at the end.
         *outcome = Some(Reason::LowerPrecedence);
-        best.entry((kind, key))
-            .and_modify(|(current, current_facts)| {
-                let by_id = || candidates.compare_ids(index, *current);
-                if compare(&facts, current_facts, by_id) == Ordering::Less {
-                    *current = index;
-                    *current_facts = facts;
-                }
-            })
-            .or_insert((index, facts));
+        let slot = *slots.entry((kind, key)).or_insert_with(|| {
+            best.push((index, facts));
+            best.len() - 1
+        });
+        if let Some((current, current_facts)) = best.get_mut(slot) {
+            let by_id = || candidates.compare_ids(index, *current);
+            if *current != index && compare(&facts, current_facts, by_id) == Ordering::Less {
+                *current = index;
+                *current_facts = facts;
+            }
+        }
     }
-    for (_, (index, _)) in best.drain() {
+    for &(index, _) in best.iter() {
         if let Some(outcome) = outcomes.get_mut(index) {
             *outcome = None;
         }
@@ -168,7 +179,12 @@ mod tests {
             .into_iter()
             .map(|row| (row, ScopeKind::User, set.keys()[row]))
             .collect();
-        exclude_losers(&view, &survivors, &mut outcomes, &mut BestOfGroups::default());
+        exclude_losers(
+            &view,
+            &survivors,
+            &mut outcomes,
+            &mut BestOfGroups::default(),
+        );
         assert_eq!(
             outcomes,
             [
