@@ -140,7 +140,7 @@ impl<'a> Numbering<'a> {
     #[must_use]
     pub fn with_capacity(rows: usize) -> Self {
         Self {
-            numbers: map_with_capacity(1024),
+            numbers: map_with_capacity(rows.min(1024)),
             distinct: Vec::new(),
             by_row: Vec::with_capacity(rows),
         }
@@ -264,7 +264,7 @@ impl ScopeIndex {
     pub fn build(scopes: impl Iterator<Item = ScopeKey>, rows: usize) -> (Self, Vec<u32>) {
         let mut numbers = ScopeNumbers {
             by_first: [Vec::new(), Vec::new()],
-            by_pair: map_with_capacity(1024),
+            by_pair: map_with_capacity(rows.min(1024)),
             direct_below: u32::try_from(rows).unwrap_or(NO_ROW),
         };
         let mut counts: Vec<u32> = Vec::new();
