@@ -20,6 +20,7 @@ from hypothesis import given, settings
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import reference
+from memresolve._arrow import DECISIONS
 from memresolve._backend import BatchResolver, available_backends, get_batch_resolver
 from memresolve.testing import Store, stores
 from story import ADA, HARBOR_NIGHTS, RAINCOAT_SCENE, ROWAN, context, day, record
@@ -249,6 +250,28 @@ def test_facade_and_empty_inputs() -> None:
         assert resolve_batch(*_tables(empty)[:2]).num_rows == 0
         assert resolve_batch(_tables(empty)[0], contexts).num_rows == 0
         assert resolve_batch(records, _tables(empty)[1]).num_rows == 0
+
+
+def test_many_contexts_across_output_chunks_and_codes_to_numpy() -> None:
+    # More contexts than one output batch holds (512): order and rows survive the
+    # chunking, and each chunk's decision codes reach numpy without a copy.
+    repeated = STORY.contexts * (1100 // len(STORY.contexts) + 1)
+    many = Store(
+        STORY.records,
+        tuple((f"ctx-{n}", ctx) for n, (_, ctx) in enumerate(repeated)),
+        STORY.tombstones,
+    )
+    expected = _expected_rows(many, include_excluded=True)
+    for backend in BACKENDS:
+        result = get_batch_resolver(backend)(
+            *_tables(many)[:2], tombstones=_tables(many)[2], include_excluded=True
+        )
+        assert _rows(result) == expected
+        decisions = result.column("decision")
+        codes = [chunk.indices.to_numpy(zero_copy_only=True) for chunk in decisions.chunks]
+        names = decisions.chunk(0).dictionary.to_pylist()
+        assert names == list(DECISIONS)
+        assert [names[code] for part in codes for code in part] == [row[2] for row in expected]
 
 
 # One test per rejection rule -------------------------------------------------------------
