@@ -21,7 +21,7 @@ use arrow_schema::{DataType, SchemaRef, TimeUnit};
 use crate::batch::intern::{first_duplicate, Interned, KeyRanks, Numbering, ScopeIndex, NO_ROW};
 use crate::batch::{scope_key, Store};
 use crate::model::{Authority, ScopeKind, Status, AUTHORITY_NAMES, SCOPE_KIND_NAMES, STATUS_NAMES};
-use crate::resolve::hash::{text_hasher, Hashed};
+use crate::resolve::hash::{same_bytes, text_hasher, Hashed};
 use crate::resolve::{Context, ScopeRef, Tombstone};
 use foldhash::fast::FixedState;
 
@@ -432,9 +432,13 @@ impl<'t> Table<'t> {
     pub fn codes(&self, column: &str, names: &[&str]) -> Checked<Vec<u8>> {
         let text_column = self.text_chunks(column)?;
         let mut codes = Vec::with_capacity(self.rows);
-        // Names are short: each is compared as (length, 16-byte prefix).
-        let name_keys: Vec<Option<(usize, u128)>> =
-            names.iter().map(|name| short_key(name)).collect();
+        // Only names of the text's length are compared (statuses and scope
+        // kinds all differ in length), inline.
+        let code_of = |text: &str| {
+            names.iter().position(|name| {
+                name.len() == text.len() && same_bytes(name.as_bytes(), text.as_bytes())
+            })
+        };
         text_column.try_for_each(|row, text| {
             let code = match text {
                 None => return Err(self.fail(column, "is null; a value is required", Some(row))),
@@ -445,8 +449,7 @@ impl<'t> Table<'t> {
                         Some(row),
                     ))
                 }
-                Some(text) => short_key(text)
-                    .and_then(|key| name_keys.iter().position(|name| *name == Some(key)))
+                Some(text) => code_of(text)
                     .and_then(|code| u8::try_from(code).ok())
                     .ok_or_else(|| {
                         let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
@@ -537,12 +540,13 @@ impl<'t> Table<'t> {
         Ok(micros)
     }
 
-    /// An optional timestamp column: absent means every row is null.
+    /// An optional timestamp column: absent means every row is null, and
+    /// reads as an empty vector (no row-sized buffer of nulls).
     pub fn optional_instants(&self, column: &str) -> Checked<Vec<Option<i64>>> {
         if self.has(column) {
             self.instants(column, false)
         } else {
-            Ok(vec![None; self.rows])
+            Ok(Vec::new())
         }
     }
 
@@ -695,14 +699,6 @@ impl<'t> Table<'t> {
             },
         )
     }
-}
-
-/// `text` as (length, its first 16 bytes big-endian), if it has at most 16 bytes.
-fn short_key(text: &str) -> Option<(usize, u128)> {
-    let bytes = text.as_bytes();
-    let mut buffer = [0_u8; 16];
-    buffer.get_mut(..bytes.len())?.copy_from_slice(bytes);
-    Some((bytes.len(), u128::from_be_bytes(buffer)))
 }
 
 /// A timestamp chunk's raw ticks, its nulls, and its ticks per second.

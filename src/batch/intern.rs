@@ -52,13 +52,14 @@ pub fn first_duplicate(ids: &[Hashed<'_>]) -> Option<(usize, usize)> {
             *slot += before;
         }
     }
+    // (hash, row): half the bytes of the ids themselves; a text is read only
+    // when two hashes are equal.
     let mut next = starts.clone();
-    let empty = Hashed { hash: 0, text: "" };
-    let mut grouped = vec![(empty, 0_usize); ids.len()];
+    let mut grouped = vec![(0_u64, 0_u32); ids.len()];
     for (row, id) in ids.iter().enumerate() {
         if let Some(position) = next.get_mut(partition_of(id)) {
             if let Some(slot) = grouped.get_mut(*position) {
-                *slot = (*id, row);
+                *slot = (id.hash, u32::try_from(row).unwrap_or(u32::MAX));
             }
             *position += 1;
         }
@@ -70,12 +71,29 @@ pub fn first_duplicate(ids: &[Hashed<'_>]) -> Option<(usize, usize)> {
                 [start, end] => grouped.get(*start..*end).unwrap_or(&[]),
                 _ => &[],
             };
-            let mut seen: Map<Hashed<'_>, usize> = map_with_capacity(entries.len());
+            let text = |row: usize| ids.get(row).map_or("", |id| id.text);
+            let mut seen: Map<u64, usize> = map_with_capacity(entries.len());
+            // Rows whose hash an earlier, different id already has.
+            let mut collided: Vec<(u64, usize)> = Vec::new();
             // Rows ascend within a partition: the first repeat found has
             // this partition's smallest `later`.
-            entries.iter().find_map(|&(id, row)| {
-                let earlier = *seen.entry(id).or_insert(row);
-                (earlier != row).then_some((earlier, row))
+            entries.iter().find_map(|&(hash, row)| {
+                let row = row as usize;
+                let earlier = *seen.entry(hash).or_insert(row);
+                if earlier == row {
+                    return None;
+                }
+                if text(earlier) == text(row) {
+                    return Some((earlier, row));
+                }
+                let repeat = collided
+                    .iter()
+                    .find(|&&(other, at)| other == hash && text(at) == text(row));
+                if let Some(&(_, at)) = repeat {
+                    return Some((at, row));
+                }
+                collided.push((hash, row));
+                None
             })
         })
         .min_by_key(|&(_, later)| later)
@@ -361,6 +379,13 @@ mod tests {
         ];
         assert_eq!(first_duplicate(&ids), Some((0, 2)));
         assert_eq!(first_duplicate(&ids[..2]), None);
+        let colliding = [
+            Hashed { hash: 1, text: "a" },
+            Hashed { hash: 1, text: "b" },
+            Hashed { hash: 1, text: "c" },
+            Hashed { hash: 1, text: "b" },
+        ];
+        assert_eq!(first_duplicate(&colliding), Some((1, 3)));
     }
 
     #[test]

@@ -36,7 +36,9 @@ pub struct Store<'a> {
     pub(crate) authorities: Vec<Authority>,
     pub(crate) versions: Vec<i64>,
     pub(crate) valid_from: Vec<i64>,
+    /// Empty when no record has an end (the column is absent).
     pub(crate) valid_until: Vec<Option<i64>>,
+    /// Empty when no record has an observation time (the column is absent).
     pub(crate) observed_at: Vec<Option<i64>>,
     pub(crate) keys: KeyRanks<'a>,
     /// The `user_id`, `character_id`, `conversation_id` and `scene_id` values.
@@ -152,8 +154,8 @@ impl<'a> Store<'a> {
             authority: *self.authorities.get(row)?,
             version: *self.versions.get(row)?,
             valid_from: *self.valid_from.get(row)?,
-            valid_until: *self.valid_until.get(row)?,
-            observed_at: *self.observed_at.get(row)?,
+            valid_until: optional(&self.valid_until, row),
+            observed_at: optional(&self.observed_at, row),
         })
     }
 
@@ -198,6 +200,11 @@ impl<'a> Store<'a> {
         }
         StoreTombstones { by_scope }
     }
+}
+
+/// Row `row` of an optional column (an absent column is empty).
+fn optional(column: &[Option<i64>], row: usize) -> Option<i64> {
+    column.get(row).copied().flatten()
 }
 
 /// A store's tombstones, by scope number, then key rank.
