@@ -1,7 +1,8 @@
-//! Reading the batch form's Arrow tables (`SPEC.md` §4) into the pipeline's
-//! columnar types, checking every rule of `memresolve._arrow` in the same
-//! order: column by column (the first bad row of the first bad column), then
-//! the scope ids row by row, then unique record ids.
+//! Reading the batch form's Arrow tables (`SPEC.md` §4), checking every rule
+//! of `memresolve._arrow` in the same order: column by column (the first bad
+//! row of the first bad column), then the scope ids row by row, then unique
+//! record ids. Records become a [`Store`]: ids hashed, keys and scope ids
+//! interned in the same pass that checks them, the columns read concurrently.
 //!
 //! Strings are borrowed from the Arrow buffers, never copied: `string`,
 //! `large_string`, `string_view` and dictionary-encoded strings, chunked and
@@ -220,16 +221,6 @@ impl<'t> TextColumn<'t> {
             base += chunk.len();
         }
         Ok(())
-    }
-
-    /// `f` of every row's string, in row order.
-    pub fn map<T>(&self, mut f: impl FnMut(Option<&'t str>) -> T) -> Vec<T> {
-        let mut values = Vec::with_capacity(self.rows);
-        let _: Result<(), std::convert::Infallible> = self.try_for_each(|_, text| {
-            values.push(f(text));
-            Ok(())
-        });
-        values
     }
 
     /// An absent optional column: every row reads as null.
