@@ -249,8 +249,79 @@ fn visit_strings<'t, O: arrow_array::OffsetSizeTrait, E>(
     Ok(())
 }
 
+/// A type as pyarrow prints it, so that both readers word an error alike
+/// (arrow-rs' own spelling for types pyarrow has no simple name for).
 fn type_name(data_type: &DataType) -> String {
-    format!("{data_type}")
+    let unit = |unit: &TimeUnit| match unit {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    };
+    let simple = match data_type {
+        DataType::Null => "null",
+        DataType::Boolean => "bool",
+        DataType::Int8 => "int8",
+        DataType::Int16 => "int16",
+        DataType::Int32 => "int32",
+        DataType::Int64 => "int64",
+        DataType::UInt8 => "uint8",
+        DataType::UInt16 => "uint16",
+        DataType::UInt32 => "uint32",
+        DataType::UInt64 => "uint64",
+        DataType::Float16 => "halffloat",
+        DataType::Float32 => "float",
+        DataType::Float64 => "double",
+        DataType::Utf8 => "string",
+        DataType::LargeUtf8 => "large_string",
+        DataType::Utf8View => "string_view",
+        DataType::Binary => "binary",
+        DataType::LargeBinary => "large_binary",
+        DataType::BinaryView => "binary_view",
+        DataType::Date32 => "date32[day]",
+        DataType::Date64 => "date64[ms]",
+        DataType::Timestamp(time_unit, None) => return format!("timestamp[{}]", unit(time_unit)),
+        DataType::Timestamp(time_unit, Some(zone)) => {
+            return format!("timestamp[{}, tz={zone}]", unit(time_unit))
+        }
+        DataType::Duration(time_unit) => return format!("duration[{}]", unit(time_unit)),
+        DataType::Dictionary(keys, values) => {
+            return format!(
+                "dictionary<values={}, indices={}, ordered=0>",
+                type_name(values),
+                type_name(keys)
+            )
+        }
+        other => return format!("{other}"),
+    };
+    simple.to_owned()
+}
+
+/// A float as Python's `str` prints it (`nan`, `inf`, `1.0`, `1e+20`).
+fn python_float(number: f64) -> String {
+    if number.is_nan() {
+        return "nan".to_owned();
+    }
+    if number.is_infinite() {
+        return if number > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let magnitude = number.abs();
+    if magnitude != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        // Rust's shortest digits, Python's exponent: a sign and two digits at least.
+        let scientific = format!("{number:e}");
+        if let Some((digits, exponent)) = scientific.split_once('e') {
+            let exponent: i32 = exponent.parse().unwrap_or(0);
+            let sign = if exponent < 0 { '-' } else { '+' };
+            return format!("{digits}e{sign}{:02}", exponent.unsigned_abs());
+        }
+        return scientific;
+    }
+    let plain = format!("{number}");
+    if plain.contains('.') {
+        plain
+    } else {
+        format!("{plain}.0")
+    }
 }
 
 impl<'t> Table<'t> {
@@ -430,6 +501,9 @@ impl<'t> Table<'t> {
                 name.len() == text.len() && same_bytes(name.as_bytes(), text.as_bytes())
             })
         };
+        // A null or empty row anywhere is reported before an unknown value
+        // (the checks of a string column come first, as in the Python reader).
+        let mut first_unknown: Option<(usize, &str)> = None;
         text_column.try_for_each(|row, text| {
             let code = match text {
                 None => return Err(self.fail(column, "is null; a value is required", Some(row))),
@@ -440,23 +514,26 @@ impl<'t> Table<'t> {
                         Some(row),
                     ))
                 }
-                Some(text) => code_of(text)
-                    .and_then(|code| u8::try_from(code).ok())
-                    .ok_or_else(|| {
-                        let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
-                        self.fail(
-                            column,
-                            &format!(
-                                "has unknown value '{text}'; expected one of {}",
-                                allowed.join(", ")
-                            ),
-                            Some(row),
-                        )
-                    })?,
+                Some(text) => code_of(text).and_then(|code| u8::try_from(code).ok()),
             };
-            codes.push(code);
+            match (code, text) {
+                (Some(code), _) => codes.push(code),
+                (None, Some(text)) => {
+                    first_unknown.get_or_insert((row, text));
+                    codes.push(0);
+                }
+                (None, None) => codes.push(0),
+            }
             Ok(())
         })?;
+        if let Some((row, text)) = first_unknown {
+            let allowed: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+            let problem = format!(
+                "has unknown value '{text}'; expected one of {}",
+                allowed.join(", ")
+            );
+            return Err(self.fail(column, &problem, Some(row)));
+        }
         Ok(codes)
     }
 
@@ -470,8 +547,9 @@ impl<'t> Table<'t> {
                     return Err(self.fail(
                         column,
                         &format!(
-                        "is a timestamp without a time zone ({kind}); memresolve never assumes one"
-                    ),
+                            "is a timestamp without a time zone ({}); memresolve never assumes one",
+                            type_name(&kind)
+                        ),
                         None,
                     ))
                 }
@@ -610,14 +688,14 @@ impl<'t> Table<'t> {
                     Some(number) if !number.is_finite() => {
                         return Err(self.fail(
                             column,
-                            &format!("must be a finite number, got {number}"),
+                            &format!("must be a finite number, got {}", python_float(number)),
                             Some(row),
                         ))
                     }
                     Some(number) if !(0.0..=1.0).contains(&number) => {
                         return Err(self.fail(
                             column,
-                            &format!("must be between 0 and 1, got {number}"),
+                            &format!("must be between 0 and 1, got {}", python_float(number)),
                             Some(row),
                         ))
                     }
@@ -648,10 +726,10 @@ impl<'t> Table<'t> {
     /// per scope kind by `scopes`).
     fn scope_id_columns(&self) -> Checked<[TextColumn<'t>; 4]> {
         Ok([
-            self.optional_text("user_id", false)?,
-            self.optional_text("character_id", false)?,
-            self.optional_text("conversation_id", false)?,
-            self.optional_text("scene_id", false)?,
+            self.text("user_id", false, false)?,
+            self.text("character_id", false, false)?,
+            self.text("conversation_id", false, false)?,
+            self.text("scene_id", false, false)?,
         ])
     }
 
@@ -1049,7 +1127,48 @@ pub fn read_tombstones<'t>(table: &Table<'t>) -> Checked<Vec<Tombstone<'t>>> {
 
 #[cfg(test)]
 mod tests {
-    use super::floor_to_micros;
+    use super::{floor_to_micros, python_float, type_name};
+    use arrow_schema::{DataType, TimeUnit};
+
+    #[test]
+    fn floats_print_as_python_prints_them() {
+        let cases = [
+            (f64::NAN, "nan"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (1.0, "1.0"),
+            (1.5, "1.5"),
+            (-0.25, "-0.25"),
+            (0.0, "0.0"),
+            (1e20, "1e+20"),
+            (1.5e16, "1.5e+16"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (123_456_789_012_345.0, "123456789012345.0"),
+        ];
+        for (number, python) in cases {
+            assert_eq!(python_float(number), python, "{number}");
+        }
+    }
+
+    #[test]
+    fn types_print_as_pyarrow_prints_them() {
+        assert_eq!(type_name(&DataType::Float64), "double");
+        assert_eq!(
+            type_name(&DataType::Timestamp(
+                TimeUnit::Microsecond,
+                Some("UTC".into())
+            )),
+            "timestamp[us, tz=UTC]"
+        );
+        assert_eq!(
+            type_name(&DataType::Dictionary(
+                Box::new(DataType::Int32),
+                Box::new(DataType::Utf8)
+            )),
+            "dictionary<values=string, indices=int32, ordered=0>"
+        );
+    }
 
     #[test]
     fn finer_units_are_floored_not_truncated() {

@@ -336,6 +336,19 @@ REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[ob
     ),
     "confidence-out-of-range": ((_with_row(R, "confidence", 4, 1.5), C, None), ("confidence", 4)),
     "empty-supersedes": ((_with_row(R, "supersedes", 0, ""), C, None), ("supersedes", 0)),
+    "null-enum-before-an-earlier-unknown": (
+        (_with_row(_with_row(R, "status", 1, "bogus"), "status", 4, None), C, None),
+        ("status", 4),
+    ),
+    "unknown-value-with-quotes": (
+        (_with_row(R, "authority", 3, 'it\'s "x"'), C, None),
+        ("authority", 3),
+    ),
+    "missing-scope-id-column": ((R.drop_columns(["scene_id"]), C, None), ("scene_id", None)),
+    "missing-tombstone-scope-id-column": (
+        (R, C, T.drop_columns(["character_id"])),
+        ("character_id", None),
+    ),
     "first-bad-row-of-first-bad-column": (
         (_with_row(_with_row(R, "status", 1, "nope"), "key", 5, None), C, None),
         ("key", 5),
@@ -348,6 +361,17 @@ REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[ob
 def test_rejections(backend: str, rule: str) -> None:
     (records, contexts, tombstones), expected = REJECTIONS[rule]
     assert _error(get_batch_resolver(backend), records, contexts, tombstones) == expected
+
+
+@pytest.mark.parametrize("rule", list(REJECTIONS))
+def test_rejection_messages_are_the_same_on_every_backend(rule: str) -> None:
+    (records, contexts, tombstones), _ = REJECTIONS[rule]
+    messages = set()
+    for backend in BACKENDS:
+        with pytest.raises(mr.InvalidInputError) as caught:
+            get_batch_resolver(backend)(records, contexts, tombstones=tombstones)
+        messages.add(str(caught.value))
+    assert len(messages) == 1, messages
 
 
 def test_a_duplicate_id_names_the_record() -> None:

@@ -147,10 +147,10 @@ class _Reader:
         allowed = set(names)
         for row, text in enumerate(texts):
             if text not in allowed:
+                # Quoted, not repr(): the native reader words it the same way.
+                expected = ", ".join(f"'{name}'" for name in names)
                 raise self.fail(
-                    column,
-                    f"has unknown value {text!r}; expected one of {', '.join(map(repr, names))}",
-                    row,
+                    column, f"has unknown value '{text}'; expected one of {expected}", row
                 )
         return texts  # type: ignore[return-value] # none is null
 
