@@ -148,16 +148,17 @@ impl<'a> CandidateSet<'a> {
     /// The candidate at `row`, or `None` past the end.
     #[must_use]
     pub fn get(&self, row: usize) -> Option<Record<'a>> {
+        let facts = self.facts(row)?;
         Some(Record {
             id: self.ids.get(row)?,
             key: self.keys.get(row)?,
             scope: *self.scopes.get(row)?,
-            status: *self.statuses.get(row)?,
-            authority: *self.authorities.get(row)?,
-            version: *self.versions.get(row)?,
-            valid_from: *self.valid_from.get(row)?,
-            valid_until: *self.valid_until.get(row)?,
-            observed_at: *self.observed_at.get(row)?,
+            status: facts.status,
+            authority: facts.authority,
+            version: facts.version,
+            valid_from: facts.valid_from,
+            valid_until: facts.valid_until,
+            observed_at: facts.observed_at,
             supersedes: *self.supersedes.get(row)?,
         })
     }
