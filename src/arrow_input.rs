@@ -948,15 +948,11 @@ pub fn read_records<'t>(table: &Table<'t>) -> Checked<Store<'t>> {
     })
 }
 
-/// Each row's value (by `value`) numbered.
-fn numbered<'t>(
-    column: &TextColumn<'t>,
-    state: &FixedState,
-    value: fn(Option<&'t str>) -> Option<&'t str>,
-) -> Numbering<'t> {
+/// Each row's value numbered (nulls are not).
+fn numbered<'t>(column: &TextColumn<'t>, state: &FixedState) -> Numbering<'t> {
     let mut numbering = Numbering::with_capacity(column.rows);
     let _: Result<(), std::convert::Infallible> = column.try_for_each(|_, text| {
-        numbering.push(value(text).map(|text| Hashed::new(state, text)));
+        numbering.push(text.map(|text| Hashed::new(state, text)));
         Ok(())
     });
     numbering
@@ -1002,7 +998,7 @@ fn read_scope_ids<'t>(
     parallel: bool,
 ) -> Checked<[InternedColumn<'t>; 4]> {
     let columns = table.scope_id_columns()?;
-    let intern = |column: &TextColumn<'t>| Interned::build(numbered(column, state, |text| text));
+    let intern = |column: &TextColumn<'t>| Interned::build(numbered(column, state));
     let [users, characters, conversations, scenes] = &columns;
     let ((user, character), (conversation, scene)) = both(
         parallel,
