@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: demo test setup lint-python lint-rust test-rust test-python bench bench-batch
+.PHONY: demo test setup format lint lint-python lint-rust test-rust test-python bench bench-batch
 
 setup:
 	python3 -m venv $(VENV)
@@ -15,6 +15,15 @@ setup:
 
 demo: setup
 	$(BIN)/memresolve demo
+
+# Rewrites the sources in the style the linters check (make test checks, never rewrites).
+format:
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+	cargo fmt
+
+# The linters of make test alone (the pre-commit hook runs this).
+lint: lint-python lint-rust
 
 lint-python:
 	$(BIN)/ruff format --check .

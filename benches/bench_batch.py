@@ -5,7 +5,7 @@ Run (from the repository, after ``make setup``)::
     .venv/bin/python benches/bench_batch.py                      # 100k and 1M records
     .venv/bin/python benches/bench_batch.py --sizes 10000000     # 10M (about 20 GB free RAM)
 
-For each size the store (``batch_store.generate``) is written to Parquet once.
+For each size the store (``memresolve.testing.batch_store.generate``) is written to Parquet once.
 Each implementation then runs in its own process, limited to ``--threads``
 threads (rayon, Polars and DuckDB alike): it loads the Parquet files into
 Arrow (not timed), resolves every context (timed: best of ``--repeat`` runs),
@@ -72,11 +72,11 @@ def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[
 
             return reference.resolve_batch(records, contexts, tombstones=tombstones)
         sys.path.insert(0, str(HERE))
-        import batch_rivals  # noqa: PLC0415
+        from memresolve.testing import rivals  # noqa: PLC0415
 
         if implementation == "polars":
-            return batch_rivals.polars_resolve(records, contexts, tombstones)
-        return batch_rivals.duckdb_resolve(records, contexts, tombstones, threads=threads)
+            return rivals.polars_resolve(records, contexts, tombstones)
+        return rivals.duckdb_resolve(records, contexts, tombstones, threads=threads)
 
     best = float("inf")
     result = None
@@ -141,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(HERE))
-    import batch_store  # noqa: PLC0415
     import pyarrow.parquet as pq  # noqa: PLC0415
+
+    from memresolve.testing import batch_store  # noqa: PLC0415
 
     print(f"threads={arguments.threads} seed={arguments.seed} repeat={arguments.repeat}")
     print("| records | implementation | seconds | records/s | peak RSS | RSS above input | rows |")

@@ -19,10 +19,11 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import memresolve as mr
-from memresolve._api import resolve_with
-from memresolve._backend import available_backends, get_backend
+from memresolve._backend import available_backends
+from memresolve._call import resolve_with
+from memresolve._kernels import get_backend
 from memresolve._records import PurePythonMemoryRecord
-from workload import CONTEXT, build, record_arguments
+from memresolve.testing.workload import CONTEXT, build, record_arguments
 
 SIZES = [20, 200, 2_000]
 BACKENDS = available_backends()
@@ -32,9 +33,9 @@ _RECORD_CLASS = {"reference": PurePythonMemoryRecord, "native": mr.MemoryRecord}
 def _inputs(backend: str, size: int) -> tuple[list[mr.MemoryRecord], list[mr.ForgetTombstone]]:
     arguments, tombstones = record_arguments(size, seed=size)
     records = build(arguments, _RECORD_CLASS[backend])
-    reference = resolve_with(get_backend("reference"), records, CONTEXT, tombstones)
+    reference = resolve_with(get_backend("reference").resolve_rows, records, CONTEXT, tombstones)
     for other in BACKENDS:
-        result = resolve_with(get_backend(other), records, CONTEXT, tombstones)
+        result = resolve_with(get_backend(other).resolve_rows, records, CONTEXT, tombstones)
         assert [r.id for r in result.active] == [r.id for r in reference.active]
         assert result.excluded == reference.excluded
         assert result.trace == reference.trace
@@ -47,7 +48,7 @@ def _inputs(backend: str, size: int) -> tuple[list[mr.MemoryRecord], list[mr.For
 def test_resolve(benchmark: BenchmarkFixture, backend: str, size: int) -> None:
     records, tombstones = _inputs(backend, size)
     kernel = get_backend(backend)
-    result = benchmark(resolve_with, kernel, records, CONTEXT, tombstones)
+    result = benchmark(resolve_with, kernel.resolve_rows, records, CONTEXT, tombstones)
     benchmark.extra_info["active"] = len(result.active)
 
 
@@ -59,7 +60,7 @@ def test_resolve_and_read_exclusions(benchmark: BenchmarkFixture, backend: str, 
     kernel = get_backend(backend)
 
     def resolve_and_read() -> int:
-        return len(resolve_with(kernel, records, CONTEXT, tombstones).excluded)
+        return len(resolve_with(kernel.resolve_rows, records, CONTEXT, tombstones).excluded)
 
     assert benchmark(resolve_and_read) > 0
 
@@ -84,6 +85,8 @@ def test_per_turn_total(benchmark: BenchmarkFixture, backend: str, size: int) ->
     kernel, record_class = get_backend(backend), _RECORD_CLASS[backend]
 
     def turn() -> mr.Resolution:
-        return resolve_with(kernel, build(arguments, record_class), CONTEXT, tombstones)
+        return resolve_with(
+            kernel.resolve_rows, build(arguments, record_class), CONTEXT, tombstones
+        )
 
     assert benchmark(turn).trace.memory_candidates == size

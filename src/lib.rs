@@ -2,8 +2,8 @@
 //!
 //! memresolve decides which stored memory records are true *now* for a chat
 //! turn: in scope, in time, not forgotten, not superseded, one winner per
-//! scoped key. The contract is `SPEC.md`; the executable specification is the
-//! pure-Python reference (`memresolve.reference`).
+//! scoped key. The contract is the project's `docs/spec.md`; its executable
+//! form is the pure-Python reference (`memresolve.reference`).
 //!
 //! This crate is a plain Rust library. The `python` feature adds the `PyO3`
 //! binding (`memresolve._native`); without it, `cargo test` builds and tests
@@ -11,13 +11,16 @@
 //!
 //! - [`model`]: the shared vocabulary (the code tables both implementations
 //!   agree on) and the injective scope identifier;
-//! - [`resolve`]: the pipeline of `SPEC.md` §2 over a columnar candidate set,
-//!   one module per stage;
-//! - [`batch`]: the batch form of §4, every context of a store, in parallel.
+//! - [`error`]: input errors with their closed kinds, and broken invariants;
+//! - [`resolve`]: the pipeline of `docs/spec.md` §2 over a columnar candidate
+//!   set, one module per stage;
+//! - [`batch`]: the batch form of §4, every context of a store, in parallel;
+//! - [`arrow_input`]: reading the batch form's Arrow tables.
 
 #[cfg(feature = "arrow")]
 pub mod arrow_input;
 pub mod batch;
+pub mod error;
 pub mod model;
 pub mod resolve;
 

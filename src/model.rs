@@ -1,92 +1,177 @@
-//! The shared vocabulary: scope kinds, statuses, authorities and exclusion
-//! reasons as small integer codes, and the canonical scope identifier.
+//! The shared vocabulary: scope kinds, the scope id columns, statuses,
+//! authorities, exclusion reasons and batch decisions as small integer codes,
+//! and the canonical scope identifier.
 //!
-//! The code tables are the single Rust-side definition; the Python package
-//! defines the same tables in `_types.py` and a test asserts they match the
-//! ones this module exports through the binding.
+//! Each table is defined here once, for the whole crate: names, codes and the
+//! conversions between them (`name`, `from_code`, `FromStr`). Every other
+//! module derives from these tables. The Python package defines the same
+//! tables in `_types.py`; a test compares them, entry by entry, with the ones
+//! this module exports through the binding.
 
-/// Version of the resolution contract (`SPEC.md`) this crate implements.
+/// Version of the resolution contract (`docs/spec.md`) this crate implements.
 /// Written into every trace, so it must be identical in both implementations.
 pub const RESOLVER_VERSION: &str = "memresolve-spec-1";
 
-/// The four kinds of scope, in code order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum ScopeKind {
-    User = 0,
-    Character = 1,
-    Conversation = 2,
-    Scene = 3,
+/// A name that belongs to no entry of a vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownName;
+
+/// A closed vocabulary of names with codes: the code of an entry is its
+/// position in [`Vocabulary::NAMES`].
+pub trait Vocabulary: Copy + Sized + 'static {
+    /// Every entry, in code order.
+    const ALL: &'static [Self];
+    /// The name of every entry, in code order.
+    const NAMES: &'static [&'static str];
+
+    /// The entry with this code, if there is one.
+    #[must_use]
+    fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
+    /// The entry with this name, if there is one (exact, byte for byte).
+    #[must_use]
+    fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .position(|candidate| *candidate == name)
+            .and_then(|code| Self::ALL.get(code).copied())
+    }
 }
 
-/// A record's stored status, in code order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Status {
-    Active = 0,
-    Superseded = 1,
-    Expired = 2,
-    Forgotten = 3,
+/// Declares an enum whose variants are the entries of a vocabulary, in code
+/// order, with their names: `name`, `code`, [`Vocabulary`] and `FromStr`.
+macro_rules! vocabulary {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every entry, in code order.
+            pub const ALL: [Self; [$(stringify!($variant)),+].len()] = [$(Self::$variant),+];
+
+            /// The entry's name: the vocabulary users write.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+
+            /// The entry's code: its position in the vocabulary.
+            #[must_use]
+            pub const fn code(self) -> u8 {
+                self as u8
+            }
+        }
+
+        impl $crate::model::Vocabulary for $name {
+            const ALL: &'static [Self] = &$name::ALL;
+            const NAMES: &'static [&'static str] = &[$($text),+];
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::model::UnknownName;
+
+            fn from_str(name: &str) -> Result<Self, Self::Err> {
+                <Self as $crate::model::Vocabulary>::from_name(name).ok_or($crate::model::UnknownName)
+            }
+        }
+    };
+}
+pub(crate) use vocabulary;
+
+vocabulary! {
+    /// The four kinds of scope.
+    ScopeKind {
+        User = "user",
+        Character = "character",
+        Conversation = "conversation",
+        Scene = "scene",
+    }
 }
 
-/// Who vouches for a record. The code is the precedence rank: higher wins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Authority {
-    ModelInferred = 0,
-    RuleExtracted = 1,
-    UserConfirmed = 2,
-    UserCorrected = 3,
+vocabulary! {
+    /// The columns (and Python field names) that hold a scope's ids, in the
+    /// order a scope id lists them.
+    IdColumn {
+        UserId = "user_id",
+        CharacterId = "character_id",
+        ConversationId = "conversation_id",
+        SceneId = "scene_id",
+    }
 }
 
-/// Why a candidate was excluded, in pipeline order: the first stage that
-/// excludes a candidate names its reason.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Reason {
-    Scope = 0,
-    StatusOrTime = 1,
-    Forgotten = 2,
-    Superseded = 3,
-    LowerPrecedence = 4,
+vocabulary! {
+    /// A record's stored status.
+    Status {
+        Active = "active",
+        Superseded = "superseded",
+        Expired = "expired",
+        Forgotten = "forgotten",
+    }
 }
 
-/// The string values of each enum, indexed by code. These are the tutorial's
-/// vocabulary and the values users write in JSON and Arrow columns.
-pub const SCOPE_KIND_NAMES: [&str; 4] = ["user", "character", "conversation", "scene"];
-pub const STATUS_NAMES: [&str; 4] = ["active", "superseded", "expired", "forgotten"];
-pub const AUTHORITY_NAMES: [&str; 4] = [
-    "model-inferred",
-    "rule-extracted",
-    "user-confirmed",
-    "user-corrected",
-];
-pub const REASON_NAMES: [&str; 5] = [
-    "scope",
-    "status-or-time",
-    "forgotten",
-    "superseded",
-    "lower-precedence",
-];
+vocabulary! {
+    /// Who vouches for a record. The code is the precedence rank: higher wins.
+    Authority {
+        ModelInferred = "model-inferred",
+        RuleExtracted = "rule-extracted",
+        UserConfirmed = "user-confirmed",
+        UserCorrected = "user-corrected",
+    }
+}
+
+vocabulary! {
+    /// Why a candidate was excluded, in pipeline order: the first stage that
+    /// excludes a candidate names its reason.
+    Reason {
+        Scope = "scope",
+        StatusOrTime = "status-or-time",
+        Forgotten = "forgotten",
+        Superseded = "superseded",
+        LowerPrecedence = "lower-precedence",
+    }
+}
 
 impl ScopeKind {
-    /// Every kind, in code order.
-    pub const ALL: [ScopeKind; 4] = [
-        ScopeKind::User,
-        ScopeKind::Character,
-        ScopeKind::Conversation,
-        ScopeKind::Scene,
-    ];
-
-    /// The kind's name, as used in the scope identifier.
+    /// The ids a scope of this kind is made of, in scope-id order. A kind's
+    /// ids are the same fields in every form: Python attributes, JSON keys,
+    /// Arrow columns.
     #[must_use]
-    pub fn name(self) -> &'static str {
+    pub const fn id_columns(self) -> &'static [IdColumn] {
         match self {
-            ScopeKind::User => "user",
-            ScopeKind::Character => "character",
-            ScopeKind::Conversation => "conversation",
-            ScopeKind::Scene => "scene",
+            ScopeKind::User => &[IdColumn::UserId],
+            ScopeKind::Character => &[IdColumn::UserId, IdColumn::CharacterId],
+            ScopeKind::Conversation => &[IdColumn::ConversationId],
+            ScopeKind::Scene => &[IdColumn::ConversationId, IdColumn::SceneId],
         }
+    }
+}
+
+/// The names of a batch row's `decision`, by code: `active` (code 0), then
+/// each reason in stage order (code = reason code + 1).
+pub const DECISION_NAMES: [&str; 6] = {
+    let mut names = ["active"; 6];
+    let mut code = 0;
+    while code < 5 {
+        names[code + 1] = <Reason as Vocabulary>::NAMES[code];
+        code += 1;
+    }
+    names
+};
+
+/// The decision code of an outcome: 0 for a winner, else its reason's code + 1.
+#[must_use]
+pub const fn decision_code(outcome: Option<Reason>) -> u8 {
+    match outcome {
+        None => 0,
+        Some(reason) => reason.code() + 1,
     }
 }
 
@@ -105,8 +190,8 @@ fn push_escaped(out: &mut String, field: &str) {
 }
 
 /// The canonical, injective identifier of a scope: the kind, then each field
-/// escaped, joined by `:` (`SPEC.md` §1). Ids without `:` or `%` give the
-/// tutorial's strings, e.g. `character:u1:c1`.
+/// escaped, joined by `:` (`docs/spec.md` §1.2). Ids without `:` or `%` give
+/// the tutorial's strings, e.g. `character:u1:c1`.
 #[must_use]
 pub fn scope_id(kind: ScopeKind, fields: &[&str]) -> String {
     let capacity = kind.name().len() + fields.iter().map(|f| f.len() + 1).sum::<usize>();
@@ -158,19 +243,66 @@ mod tests {
         assert_eq!(scope_id(ScopeKind::User, &["𝔘:1"]), "user:𝔘%3A1");
     }
 
+    fn round_trips<V: Vocabulary + PartialEq + std::fmt::Debug>(name_of: fn(V) -> &'static str) {
+        assert_eq!(V::ALL.len(), V::NAMES.len());
+        for (code, entry) in V::ALL.iter().enumerate() {
+            let code = u8::try_from(code).unwrap_or(u8::MAX);
+            assert_eq!(V::from_code(code), Some(*entry));
+            assert_eq!(V::from_name(name_of(*entry)), Some(*entry));
+            assert_eq!(V::NAMES.get(usize::from(code)), Some(&name_of(*entry)));
+        }
+        assert_eq!(
+            V::from_code(u8::try_from(V::ALL.len()).unwrap_or(u8::MAX)),
+            None
+        );
+        assert_eq!(V::from_name(""), None);
+    }
+
     #[test]
-    fn code_tables_follow_the_enum_discriminants() {
-        assert_eq!(SCOPE_KIND_NAMES[ScopeKind::Scene as usize], "scene");
-        assert_eq!(STATUS_NAMES[Status::Forgotten as usize], "forgotten");
-        assert_eq!(
-            AUTHORITY_NAMES[Authority::UserCorrected as usize],
-            "user-corrected"
-        );
-        assert_eq!(
-            REASON_NAMES[Reason::LowerPrecedence as usize],
-            "lower-precedence"
-        );
+    fn every_vocabulary_round_trips_names_and_codes() {
+        round_trips::<ScopeKind>(ScopeKind::name);
+        round_trips::<IdColumn>(IdColumn::name);
+        round_trips::<Status>(Status::name);
+        round_trips::<Authority>(Authority::name);
+        round_trips::<Reason>(Reason::name);
+    }
+
+    #[test]
+    fn names_are_exact() {
+        assert_eq!("user-corrected".parse(), Ok(Authority::UserCorrected));
+        assert_eq!("Active".parse::<Status>(), Err(UnknownName));
+        assert_eq!("scene ".parse::<ScopeKind>(), Err(UnknownName));
         assert!(Authority::UserCorrected > Authority::UserConfirmed);
         assert!(Authority::RuleExtracted > Authority::ModelInferred);
+    }
+
+    #[test]
+    fn decisions_are_active_then_the_reasons() {
+        assert_eq!(
+            DECISION_NAMES,
+            [
+                "active",
+                "scope",
+                "status-or-time",
+                "forgotten",
+                "superseded",
+                "lower-precedence"
+            ]
+        );
+        assert_eq!(decision_code(None), 0);
+        for reason in Reason::ALL {
+            let name = DECISION_NAMES.get(usize::from(decision_code(Some(reason))));
+            assert_eq!(name, Some(&reason.name()));
+        }
+    }
+
+    #[test]
+    fn each_kind_names_its_id_columns_in_scope_id_order() {
+        let names =
+            |kind: ScopeKind| -> Vec<&str> { kind.id_columns().iter().map(|c| c.name()).collect() };
+        assert_eq!(names(ScopeKind::User), ["user_id"]);
+        assert_eq!(names(ScopeKind::Character), ["user_id", "character_id"]);
+        assert_eq!(names(ScopeKind::Conversation), ["conversation_id"]);
+        assert_eq!(names(ScopeKind::Scene), ["conversation_id", "scene_id"]);
     }
 }

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from memresolve import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
-from memresolve._api import resolve_with
-from memresolve._backend import available_backends, get_backend
+from memresolve._backend import available_backends
+from memresolve._call import resolve_with
+from memresolve._kernels import get_backend
 
 # dev: quick local runs. ci: what .ci/run uses, reproducible. deep: nightly or by hand.
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -53,6 +54,6 @@ def resolve(backend: str) -> Resolve:
         *,
         tombstones: Iterable[ForgetTombstone] = (),
     ) -> Resolution:
-        return resolve_with(kernel, records, context, tombstones)
+        return resolve_with(kernel.resolve_rows, records, context, tombstones)
 
     return run

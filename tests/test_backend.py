@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import memresolve as mr
-from memresolve import _backend, _native_loader, _types
+from memresolve import _backend, _kernels, _native_loader, _types
 from memresolve.testing import identifiers
 
 
@@ -111,7 +112,7 @@ def test_a_stale_native_build_is_an_error_when_forced() -> None:
 
 def test_get_backend_rejects_unknown_names() -> None:
     with pytest.raises(mr.BackendUnavailableError):
-        _backend.get_backend("gpu")
+        _kernels.get_backend("gpu")
 
 
 # The compiled module ----------------------------------------------------------------------
@@ -128,21 +129,39 @@ def test_native_module_is_the_packages_version() -> None:
 
 @needs_native
 def test_native_code_tables_match_the_python_ones() -> None:
+    # Every table, entry by entry and in code order: names, codes, the batch
+    # decisions and their codes, the ids each scope kind is made of, error kinds.
     assert native is not None
-    assert tuple(native.SCOPE_KIND_NAMES) == _types.SCOPE_KIND_NAMES
-    assert tuple(native.STATUS_NAMES) == _types.STATUS_NAMES
-    assert tuple(native.AUTHORITY_NAMES) == _types.AUTHORITY_NAMES
-    assert tuple(native.REASON_NAMES) == _types.REASON_NAMES
+    assert tuple(native.SCOPE_KIND_NAMES) == tuple(_types.ScopeKind)
+    assert tuple(native.ID_COLUMN_NAMES) == _types.ID_COLUMNS
+    assert tuple(native.STATUS_NAMES) == tuple(_types.Status)
+    assert tuple(native.AUTHORITY_NAMES) == tuple(_types.Authority)
+    assert tuple(native.REASON_NAMES) == tuple(_types.Reason)
+    assert tuple(native.REASON_NAMES) == tuple(_types.REASON_BY_CODE)
+    assert tuple(native.DECISION_NAMES) == _types.DECISION_NAMES
+    assert [native.DECISION_NAMES.index(r.value) for r in _types.Reason] == [
+        _types.decision_code(r) for r in _types.Reason
+    ]
+    assert native.DECISION_NAMES[_types.decision_code(None)] == "active"
+    assert tuple(native.ERROR_KIND_NAMES) == tuple(mr.ErrorKind)
+    assert [tuple(columns) for columns in native.scope_id_columns()] == [
+        _types.SCOPE_ID_COLUMNS[kind] for kind in _types.ScopeKind
+    ]
     assert native.RESOLVER_VERSION == mr.RESOLVER_VERSION
-    scope_kinds = tuple(
-        t.kind for t in (mr.UserScope, mr.CharacterScope, mr.ConversationScope, mr.SceneScope)
-    )
-    assert scope_kinds == _types.SCOPE_KIND_NAMES
+
+
+def test_each_scope_class_is_its_kinds_table_entry() -> None:
+    # The scope classes' fields are the ids of their kind, in scope-id order.
+    classes = (mr.UserScope, mr.CharacterScope, mr.ConversationScope, mr.SceneScope)
+    assert tuple(cls.kind for cls in classes) == tuple(_types.ScopeKind)
+    for cls in classes:
+        names = tuple(field.name for field in dataclasses.fields(cls))
+        assert names == _types.SCOPE_ID_COLUMNS[cls.kind]
 
 
 @needs_native
 @given(
-    kind=st.sampled_from(_types.SCOPE_KIND_NAMES),
+    kind=st.sampled_from(tuple(_types.ScopeKind)),
     ids=st.lists(identifiers(6), min_size=2, max_size=2),
 )
 def test_native_scope_id_equals_the_reference(kind: str, ids: list[str]) -> None:
@@ -162,5 +181,6 @@ def test_native_scope_id_equals_the_reference(kind: str, ids: list[str]) -> None
 @needs_native
 def test_native_scope_id_rejects_an_unknown_kind() -> None:
     assert native is not None
-    with pytest.raises(mr.InvalidInputError, match="unknown scope kind"):
+    with pytest.raises(mr.InvalidInputError, match="unknown scope kind") as caught:
         native.scope_id("team", ["t"])
+    assert caught.value.kind is mr.ErrorKind.UNKNOWN_VALUE

@@ -8,11 +8,11 @@ the suite, not only a benchmark run.
 from __future__ import annotations
 
 import pytest
-from batch_rivals import duckdb_resolve, polars_resolve, winner_rows
-from batch_store import generate
 
 import memresolve as mr
 from memresolve import reference
+from memresolve.testing.batch_store import generate
+from memresolve.testing.rivals import duckdb_resolve, polars_resolve, winner_rows
 
 
 @pytest.mark.parametrize(("size", "seed"), [(300, 1), (3_000, 2)])

@@ -91,52 +91,61 @@ def _record_line(**changes: object) -> str:
 
 
 _DROP = object()
+K = mr.ErrorKind
 
 
 @pytest.mark.parametrize(
-    ("changes", "field"),
+    ("changes", "field", "kind"),
     [
-        ({"valid_from": "2026-07-02T00:00:00"}, "valid_from"),
-        ({"valid_from": "yesterday"}, "valid_from"),
-        ({"valid_from": 1780000000}, "valid_from"),
-        ({"valid_until": "2026-07-02"}, "valid_until"),
-        ({"confidence": float("nan")}, "confidence"),
-        ({"version": 1.5}, "version"),
-        ({"version": 2**63}, "version"),
-        ({"status": "archived"}, "status"),
-        ({"key": _DROP}, "key"),
-        ({"valid_untill": None}, "valid_untill"),
-        ({"scope": {"kind": "user"}}, "scope.user_id"),
-        ({"scope": {"kind": "team", "team_id": "t"}}, "scope.kind"),
-        ({"scope": {"kind": "user", "user_id": "u", "character_id": "c"}}, "scope.character_id"),
-        ({"scope": {"kind": "user", "user_id": ""}}, "scope.user_id"),
-        ({"scope": "user:u-ada"}, "scope"),
-        ({"source_message_ids": "msg-1"}, "source_message_ids"),
+        ({"valid_from": "2026-07-02T00:00:00"}, "valid_from", K.MALFORMED),
+        ({"valid_from": "yesterday"}, "valid_from", K.MALFORMED),
+        ({"valid_from": 1780000000}, "valid_from", K.WRONG_TYPE),
+        ({"valid_until": "2026-07-02"}, "valid_until", K.MALFORMED),
+        ({"confidence": float("nan")}, "confidence", K.NOT_FINITE),
+        ({"version": 1.5}, "version", K.WRONG_TYPE),
+        ({"version": 2**63}, "version", K.OUT_OF_RANGE),
+        ({"status": "archived"}, "status", K.UNKNOWN_VALUE),
+        ({"key": _DROP}, "key", K.MISSING),
+        ({"valid_untill": None}, "valid_untill", K.UNKNOWN_FIELD),
+        ({"scope": {"kind": "user"}}, "scope.user_id", K.MISSING),
+        ({"scope": {"user_id": "u"}}, "scope.kind", K.MISSING),
+        ({"scope": {"kind": 3, "user_id": "u"}}, "scope.kind", K.WRONG_TYPE),
+        ({"scope": {"kind": "team", "team_id": "t"}}, "scope.kind", K.UNKNOWN_VALUE),
+        (
+            {"scope": {"kind": "user", "user_id": "u", "character_id": "c"}},
+            "scope.character_id",
+            K.UNKNOWN_FIELD,
+        ),
+        ({"scope": {"kind": "user", "user_id": ""}}, "scope.user_id", K.EMPTY),
+        ({"scope": "user:u-ada"}, "scope", K.WRONG_TYPE),
+        ({"source_message_ids": "msg-1"}, "source_message_ids", K.WRONG_TYPE),
     ],
 )
 def test_bad_record_lines_name_line_record_and_field(
-    changes: dict[str, object], field: str
+    changes: dict[str, object], field: str, kind: mr.ErrorKind
 ) -> None:
     text = _record_line(id="m0") + "\n\n" + _record_line(**changes) + "\n"
     with pytest.raises(mr.InvalidInputError) as caught:
         mr.read_records(io.StringIO(text))
     error = caught.value
-    assert (error.line, error.record_id, error.field) == (3, "m1", field)
+    assert (error.line, error.record_id, error.field, error.kind) == (3, "m1", field, kind)
     assert "line 3" in str(error)
 
 
 def test_not_json_and_not_an_object_are_reported_with_the_line() -> None:
-    with pytest.raises(mr.InvalidInputError, match="line 1: not valid JSON"):
+    with pytest.raises(mr.InvalidInputError, match="line 1: not valid JSON") as caught:
         mr.read_records(io.StringIO("{oops\n"))
-    with pytest.raises(mr.InvalidInputError, match="expected a JSON object, got array"):
+    assert (caught.value.kind, caught.value.line) == (K.MALFORMED, 1)
+    with pytest.raises(mr.InvalidInputError, match="expected a JSON object, got array") as caught:
         mr.read_records(io.StringIO("[1, 2]\n"))
+    assert caught.value.kind is K.WRONG_TYPE
 
 
 def test_duplicate_keys_in_an_object_are_rejected() -> None:
     line = _record_line()[:-1] + ', "version": 3}'
     with pytest.raises(mr.InvalidInputError, match="'version' appears twice") as caught:
         mr.read_records(io.StringIO(line))
-    assert caught.value.field == "version"
+    assert (caught.value.field, caught.value.kind) == ("version", K.DUPLICATE_FIELD)
 
 
 def test_tombstones_and_contexts_are_strict_too() -> None:
@@ -187,4 +196,4 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
     path.write_bytes(_record_line().encode() + b"\n" + b'{"id": "\xff"}\n')
     with pytest.raises(mr.InvalidInputError, match="UTF-8") as caught:
         mr.read_records(path)
-    assert caught.value.line == 2
+    assert (caught.value.line, caught.value.kind) == (2, K.INVALID_UNICODE)

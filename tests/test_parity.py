@@ -24,12 +24,13 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
-from memresolve._api import resolve_with
-from memresolve._backend import Kernel, available_backends, get_backend
+from memresolve._backend import available_backends
+from memresolve._call import resolve_with
+from memresolve._kernels import Kernel, get_backend
 from memresolve._records import RECORD_FIELDS
 from memresolve.testing import Scenario, scenarios
+from memresolve.testing.workload import CONTEXT, candidates
 from story import ADA, RAINCOAT_SCENE, ROWAN, context, day, record
-from workload import CONTEXT, candidates
 
 pytestmark = pytest.mark.skipif(
     "native" not in available_backends(), reason="memresolve._native is not built"
@@ -64,8 +65,8 @@ def assert_backends_agree(
     tombstones: tuple[mr.ForgetTombstone, ...] | list[mr.ForgetTombstone] = (),
 ) -> mr.Resolution:
     reference, native = _kernels()
-    expected = resolve_with(reference, records, ctx, tombstones)
-    actual = resolve_with(native, records, ctx, tombstones)
+    expected = resolve_with(reference.resolve_rows, records, ctx, tombstones)
+    actual = resolve_with(native.resolve_rows, records, ctx, tombstones)
     assert _summary(actual) == _summary(expected)
     assert actual == expected
     return expected
@@ -94,8 +95,8 @@ def test_native_result_does_not_depend_on_input_order(
     shuffler.shuffle(records)
     shuffler.shuffle(tombstones)
     native = get_backend("native")
-    assert resolve_with(native, records, scenario.context, tombstones) == resolve_with(
-        native, scenario.records, scenario.context, scenario.tombstones
+    assert resolve_with(native.resolve_rows, records, scenario.context, tombstones) == resolve_with(
+        native.resolve_rows, scenario.records, scenario.context, scenario.tombstones
     )
 
 
@@ -301,7 +302,7 @@ def test_benchmark_workloads_agree(size: int) -> None:
 
 def _error_of(kernel: Kernel, records: list[object]) -> tuple[object, ...]:
     with pytest.raises(mr.InvalidInputError) as caught:
-        resolve_with(kernel, records, context(), ())  # type: ignore[arg-type]
+        resolve_with(kernel.resolve_rows, records, context(), ())  # type: ignore[arg-type]
     error = caught.value
     return (str(error), error.record_id, error.field)
 
@@ -345,7 +346,7 @@ def test_many_threads_resolving_shared_inputs_get_the_single_threaded_answers() 
         dataclasses.replace(CONTEXT, scene_id=None, now=CONTEXT.now - timedelta(days=40)),
     ]
     jobs = [(records, ctx, forgets) for records, forgets in workloads for ctx in contexts]
-    expected = [resolve_with(native, *job) for job in jobs]
+    expected = [resolve_with(native.resolve_rows, *job) for job in jobs]
     start = threading.Barrier(8)
 
     def hammer(worker: int) -> list[bool]:
@@ -353,13 +354,13 @@ def test_many_threads_resolving_shared_inputs_get_the_single_threaded_answers() 
         outcomes = []
         for round_ in range(12):
             index = (worker + round_) % len(jobs)
-            outcomes.append(resolve_with(native, *jobs[index]) == expected[index])
+            outcomes.append(resolve_with(native.resolve_rows, *jobs[index]) == expected[index])
         return outcomes
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(hammer, range(8)))
     assert all(all(outcomes) for outcomes in results)
-    assert expected == [resolve_with(get_backend("reference"), *job) for job in jobs]
+    assert expected == [resolve_with(get_backend("reference").resolve_rows, *job) for job in jobs]
 
 
 # Found in review: the order of errors, subclasses, altered scopes -------------------------
@@ -415,7 +416,7 @@ def test_a_tombstone_whose_scope_was_altered_is_rejected_by_both() -> None:
     errors = []
     for kernel in (reference, native):
         with pytest.raises(mr.InvalidInputError) as caught:
-            resolve_with(kernel, [_A], context(), [tombstone])
+            resolve_with(kernel.resolve_rows, [_A], context(), [tombstone])
         errors.append((str(caught.value), caught.value.field))
     assert errors[0] == errors[1]
     assert errors[0][1] == "scope.user_id"

@@ -1,4 +1,4 @@
-"""The batch form (SPEC §4): native against reference, and against ``resolve`` per context.
+"""The batch form (docs/spec.md §4): native against reference, and against ``resolve`` per context.
 
 Also every producer and column encoding the Arrow input accepts, and one test
 per rejection rule (both backends name the same column and row).
@@ -20,8 +20,9 @@ from hypothesis import given, settings
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import reference
-from memresolve._arrow import DECISIONS
-from memresolve._backend import BatchResolver, available_backends, get_batch_resolver
+from memresolve._backend import available_backends
+from memresolve._kernels import BatchResolver, get_batch_resolver
+from memresolve._types import DECISION_NAMES
 from memresolve.testing import Store, stores
 from story import ADA, HARBOR_NIGHTS, RAINCOAT_SCENE, ROWAN, context, day, record
 
@@ -33,7 +34,7 @@ def _rows(table: pa.Table) -> list[tuple[str, str, str]]:
 
 
 def _expected_rows(store: Store, *, include_excluded: bool) -> list[tuple[str, str, str]]:
-    """SPEC §4's definition: per context, ``resolve(all records)`` less scope exclusions."""
+    """docs/spec.md §4.2: per context, ``resolve(all records)`` less scope exclusions."""
     rows = []
     for context_id, ctx in store.contexts:
         result = reference.resolve(store.records, ctx, tombstones=store.tombstones)
@@ -270,7 +271,7 @@ def test_many_contexts_across_output_chunks_and_codes_to_numpy() -> None:
         decisions = result.column("decision")
         codes = [chunk.indices.to_numpy(zero_copy_only=True) for chunk in decisions.chunks]
         names = decisions.chunk(0).dictionary.to_pylist()
-        assert names == list(DECISIONS)
+        assert names == list(DECISION_NAMES)
         assert [names[code] for part in codes for code in part] == [row[2] for row in expected]
 
 
@@ -282,7 +283,7 @@ def _error(
 ) -> tuple[object, ...]:
     with pytest.raises(mr.InvalidInputError) as caught:
         resolve_batch(records, contexts, tombstones=tombstones)
-    return (caught.value.field, caught.value.row)
+    return (caught.value.kind, caught.value.field, caught.value.row)
 
 
 def _set(
@@ -301,57 +302,85 @@ def _with_row(table: pa.Table, name: str, row: int, value: Any) -> pa.Table:
 R, C, T = _tables(STORY)
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 
+K = mr.ErrorKind
 REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[object, ...]]] = {
-    "not-arrow": (([{"id": "x"}], C, None), ("records", None)),
-    "missing-column": ((R.drop_columns(["status"]), C, None), ("status", None)),
-    "missing-context-column": ((R, C.drop_columns(["now"]), None), ("now", None)),
+    "not-arrow": (([{"id": "x"}], C, None), (K.WRONG_TYPE, "records", None)),
+    "missing-column": ((R.drop_columns(["status"]), C, None), (K.MISSING_COLUMN, "status", None)),
+    "missing-context-column": ((R, C.drop_columns(["now"]), None), (K.MISSING_COLUMN, "now", None)),
     "wrong-type": (
         (_set(R, "version", [1.5] * R.num_rows, pa.float64()), C, None),
-        ("version", None),
+        (K.WRONG_TYPE, "version", None),
     ),
-    "wrong-string-type": ((_set(R, "key", [1] * R.num_rows, pa.int64()), C, None), ("key", None)),
+    "wrong-string-type": (
+        (_set(R, "key", [1] * R.num_rows, pa.int64()), C, None),
+        (K.WRONG_TYPE, "key", None),
+    ),
     "timestamp-without-zone": (
         (_set(R, "valid_from", [datetime(2026, 7, 1)] * R.num_rows, pa.timestamp("us")), C, None),
-        ("valid_from", None),
+        (K.NAIVE_TIME, "valid_from", None),
     ),
-    "null-id": ((_with_row(R, "id", 3, None), C, None), ("id", 3)),
-    "empty-key": ((_with_row(R, "key", 2, ""), C, None), ("key", 2)),
-    "null-valid-from": ((_with_row(R, "valid_from", 4, None), C, None), ("valid_from", 4)),
-    "null-version": ((_with_row(R, "version", 1, None), C, None), ("version", 1)),
-    "null-context-user": ((R, _with_row(C, "user_id", 2, None), None), ("user_id", 2)),
-    "unknown-status": ((_with_row(R, "status", 5, "ACTIVE"), C, None), ("status", 5)),
-    "unknown-authority": ((_with_row(R, "authority", 0, "admin"), C, None), ("authority", 0)),
-    "unknown-scope-kind": ((_with_row(R, "scope_kind", 6, "team"), C, None), ("scope_kind", 6)),
-    "scope-id-missing": ((_with_row(R, "character_id", 2, None), C, None), ("character_id", 2)),
-    "scope-id-empty": ((_with_row(R, "scene_id", 3, ""), C, None), ("scene_id", 3)),
-    "tombstone-scope-id-missing": ((R, C, _with_row(T, "user_id", 0, None)), ("user_id", 0)),
-    "duplicate-record-id": ((_with_row(R, "id", 7, "harbor"), C, None), ("id", 7)),
+    "null-id": ((_with_row(R, "id", 3, None), C, None), (K.MISSING, "id", 3)),
+    "empty-key": ((_with_row(R, "key", 2, ""), C, None), (K.EMPTY, "key", 2)),
+    "null-valid-from": (
+        (_with_row(R, "valid_from", 4, None), C, None),
+        (K.MISSING, "valid_from", 4),
+    ),
+    "null-version": ((_with_row(R, "version", 1, None), C, None), (K.MISSING, "version", 1)),
+    "null-context-user": ((R, _with_row(C, "user_id", 2, None), None), (K.MISSING, "user_id", 2)),
+    "unknown-status": (
+        (_with_row(R, "status", 5, "ACTIVE"), C, None),
+        (K.UNKNOWN_VALUE, "status", 5),
+    ),
+    "unknown-authority": (
+        (_with_row(R, "authority", 0, "admin"), C, None),
+        (K.UNKNOWN_VALUE, "authority", 0),
+    ),
+    "unknown-scope-kind": (
+        (_with_row(R, "scope_kind", 6, "team"), C, None),
+        (K.UNKNOWN_VALUE, "scope_kind", 6),
+    ),
+    "scope-id-missing": (
+        (_with_row(R, "character_id", 2, None), C, None),
+        (K.MISSING, "character_id", 2),
+    ),
+    "scope-id-empty": ((_with_row(R, "scene_id", 3, ""), C, None), (K.EMPTY, "scene_id", 3)),
+    "tombstone-scope-id-missing": (
+        (R, C, _with_row(T, "user_id", 0, None)),
+        (K.MISSING, "user_id", 0),
+    ),
+    "duplicate-record-id": ((_with_row(R, "id", 7, "harbor"), C, None), (K.DUPLICATE_ID, "id", 7)),
     "non-finite-confidence": (
         (_with_row(R, "confidence", 2, float("nan")), C, None),
-        ("confidence", 2),
+        (K.NOT_FINITE, "confidence", 2),
     ),
     "infinite-confidence": (
         (_with_row(R, "confidence", 1, float("inf")), C, None),
-        ("confidence", 1),
+        (K.NOT_FINITE, "confidence", 1),
     ),
-    "confidence-out-of-range": ((_with_row(R, "confidence", 4, 1.5), C, None), ("confidence", 4)),
-    "empty-supersedes": ((_with_row(R, "supersedes", 0, ""), C, None), ("supersedes", 0)),
+    "confidence-out-of-range": (
+        (_with_row(R, "confidence", 4, 1.5), C, None),
+        (K.OUT_OF_RANGE, "confidence", 4),
+    ),
+    "empty-supersedes": ((_with_row(R, "supersedes", 0, ""), C, None), (K.EMPTY, "supersedes", 0)),
     "null-enum-before-an-earlier-unknown": (
         (_with_row(_with_row(R, "status", 1, "bogus"), "status", 4, None), C, None),
-        ("status", 4),
+        (K.MISSING, "status", 4),
     ),
     "unknown-value-with-quotes": (
         (_with_row(R, "authority", 3, 'it\'s "x"'), C, None),
-        ("authority", 3),
+        (K.UNKNOWN_VALUE, "authority", 3),
     ),
-    "missing-scope-id-column": ((R.drop_columns(["scene_id"]), C, None), ("scene_id", None)),
+    "missing-scope-id-column": (
+        (R.drop_columns(["scene_id"]), C, None),
+        (K.MISSING_COLUMN, "scene_id", None),
+    ),
     "missing-tombstone-scope-id-column": (
         (R, C, T.drop_columns(["character_id"])),
-        ("character_id", None),
+        (K.MISSING_COLUMN, "character_id", None),
     ),
     "first-bad-row-of-first-bad-column": (
         (_with_row(_with_row(R, "status", 1, "nope"), "key", 5, None), C, None),
-        ("key", 5),
+        (K.MISSING, "key", 5),
     ),
 }
 
@@ -364,14 +393,17 @@ def test_rejections(backend: str, rule: str) -> None:
 
 
 @pytest.mark.parametrize("rule", list(REJECTIONS))
-def test_rejection_messages_are_the_same_on_every_backend(rule: str) -> None:
+def test_rejections_are_the_same_on_every_backend(rule: str) -> None:
+    # (kind, field, row, record_id): what a program reads; messages may differ in wording.
     (records, contexts, tombstones), _ = REJECTIONS[rule]
-    messages = set()
+    errors = set()
     for backend in BACKENDS:
         with pytest.raises(mr.InvalidInputError) as caught:
             get_batch_resolver(backend)(records, contexts, tombstones=tombstones)
-        messages.add(str(caught.value))
-    assert len(messages) == 1, messages
+        errors.add(caught.value.where())
+        assert caught.value.field is not None
+        assert caught.value.field in str(caught.value)  # the message names the column
+    assert len(errors) == 1, errors
 
 
 def test_a_duplicate_id_names_the_record() -> None:

@@ -27,8 +27,9 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
-from memresolve._api import resolve_with
-from memresolve._backend import available_backends, get_backend
+from memresolve._backend import available_backends
+from memresolve._call import resolve_with
+from memresolve._kernels import get_backend
 from memresolve._native_loader import module_or_none
 from memresolve._records import RECORD_FIELDS, PurePythonMemoryRecord, RecordStorage
 from memresolve.testing import Scenario, memory_records, scenarios, universes
@@ -200,7 +201,7 @@ def _outcome(factory: Callable[..., object], arguments: dict[str, Any]) -> tuple
     try:
         built = factory(**arguments)
     except mr.InvalidInputError as error:
-        return ("InvalidInputError", str(error), error.record_id, error.field)
+        return ("InvalidInputError", str(error), error.record_id, error.field, error.kind)
     except Exception as error:
         return (type(error).__name__,)
     return ("built", tuple(_describe(getattr(built, name)) for name in RECORD_FIELDS))
@@ -300,9 +301,11 @@ def test_records_on_either_storage_resolve_alike(scenario: Scenario) -> None:
     for backend in available_backends():
         kernel = get_backend(backend)
         native_stored = resolve_with(
-            kernel, scenario.records, scenario.context, scenario.tombstones
+            kernel.resolve_rows, scenario.records, scenario.context, scenario.tombstones
         )
-        twin_stored = resolve_with(kernel, twins, scenario.context, scenario.tombstones)
+        twin_stored = resolve_with(
+            kernel.resolve_rows, twins, scenario.context, scenario.tombstones
+        )
         assert [r.id for r in twin_stored.active] == [r.id for r in native_stored.active]
         assert twin_stored.excluded == native_stored.excluded
         assert twin_stored.trace == native_stored.trace

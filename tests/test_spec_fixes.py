@@ -1,4 +1,4 @@
-"""Each **fix** of SPEC.md: a case the tutorial's code gets wrong, and what the contract says."""
+"""Each fix of docs/spec.md §3: a case the tutorial's code gets wrong, and what the spec says."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bad input: every rule of SPEC §1 and §5 is an InvalidInputError naming the record and field."""
+"""Bad input: each rule of docs/spec.md §1 and §5 is an InvalidInputError naming its field."""
 
 from __future__ import annotations
 
@@ -89,12 +89,19 @@ def test_bad_record_field_names_the_record_and_field(field: str, bad: Any) -> No
     assert field in str(error)
 
 
-@pytest.mark.parametrize("bad_id", ["", None, 42, "id\ud800"])
-def test_bad_record_id_is_rejected(bad_id: Any) -> None:
+@pytest.mark.parametrize(
+    ("bad_id", "kind"),
+    [
+        ("", mr.ErrorKind.EMPTY),
+        (None, mr.ErrorKind.WRONG_TYPE),
+        (42, mr.ErrorKind.WRONG_TYPE),
+        ("id\ud800", mr.ErrorKind.INVALID_UNICODE),
+    ],
+)
+def test_bad_record_id_is_rejected(bad_id: Any, kind: mr.ErrorKind) -> None:
     with pytest.raises(mr.InvalidInputError) as caught:
         record(bad_id)
-    assert caught.value.field == "id"
-    assert caught.value.record_id is None
+    assert caught.value.where() == (kind, "id", None, None)
 
 
 def test_messages_never_quote_the_value() -> None:
@@ -306,7 +313,7 @@ def test_a_str_subclass_cannot_hide_a_lone_surrogate() -> None:
 
 def test_scope_subclasses_are_rejected() -> None:
     class Posing(mr.UserScope):
-        kind = "character"
+        kind = mr.ScopeKind.CHARACTER
 
     with pytest.raises(mr.InvalidInputError) as caught:
         record("m", scope=Posing("u"))
@@ -315,3 +322,66 @@ def test_scope_subclasses_are_rejected() -> None:
         mr.ForgetTombstone(
             key="k", scope=Posing("u"), forgotten_at=day(1), blocks_sources_before=day(1)
         )
+
+
+# Error kinds (docs/spec.md §5.1): what a program branches on -------------------------------
+
+K = mr.ErrorKind
+KINDS_OF_BAD_FIELDS: list[tuple[str, Any, mr.ErrorKind]] = [
+    ("key", "k\ud800", K.INVALID_UNICODE),
+    ("value", None, K.WRONG_TYPE),
+    ("scope", "user:u-ada", K.WRONG_TYPE),
+    ("status", "Active", K.UNKNOWN_VALUE),
+    ("status", 0, K.WRONG_TYPE),
+    ("authority", "admin", K.UNKNOWN_VALUE),
+    ("confidence", math.nan, K.NOT_FINITE),
+    ("confidence", -math.inf, K.NOT_FINITE),
+    ("confidence", 1.5, K.OUT_OF_RANGE),
+    ("confidence", 2, K.OUT_OF_RANGE),
+    ("confidence", True, K.WRONG_TYPE),
+    ("valid_from", NAIVE, K.NAIVE_TIME),
+    ("valid_from", datetime(2026, 7, 1, tzinfo=_NoOffset()), K.NAIVE_TIME),
+    ("valid_from", date(2026, 7, 1), K.WRONG_TYPE),
+    ("valid_from", datetime(2026, 7, 1, tzinfo=_RaisingOffset()), K.MALFORMED),
+    ("source_message_ids", "msg-1", K.WRONG_TYPE),
+    ("source_message_ids", ["msg-1", ""], K.EMPTY),
+    ("supersedes", "", K.EMPTY),
+    ("version", 2**63, K.OUT_OF_RANGE),
+    ("version", 1.0, K.WRONG_TYPE),
+]
+
+
+@pytest.mark.parametrize(("field", "bad", "kind"), KINDS_OF_BAD_FIELDS)
+def test_each_bad_field_has_its_kind(field: str, bad: Any, kind: mr.ErrorKind) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record("mem-7", **{field: bad})
+    assert caught.value.kind is kind
+    assert caught.value.where()[0] is kind
+
+
+def test_call_errors_have_kinds_and_rows(resolve: Resolve) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        resolve([record("a"), record("dup"), record("dup", version=2)], context())
+    assert caught.value.where() == (K.DUPLICATE_ID, "id", 2, "dup")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        resolve([record("a"), {"id": "b"}], context())
+    assert caught.value.where() == (K.WRONG_TYPE, "records", 1, None)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        resolve([record("a")], context(), tombstones=5)
+    assert caught.value.kind is K.WRONG_TYPE
+
+
+def test_context_and_tombstone_errors_have_kinds() -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.RetrievalContext(now=NAIVE, user_id="u", character_id="c", conversation_id="k")
+    assert caught.value.where() == (K.NAIVE_TIME, "now", None, None)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.ForgetTombstone(key="", scope=ADA, forgotten_at=day(1), blocks_sources_before=day(1))
+    assert caught.value.where() == (K.EMPTY, "key", None, None)
+
+
+def test_error_kinds_survive_pickling() -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        record("m", version=2**64)
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert copy.where() == caught.value.where() == (K.OUT_OF_RANGE, "version", None, "m")

@@ -46,10 +46,11 @@ from memresolve._scopes import (
     UserScope,
     scope_id,
 )
-from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason, Status
+from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason, ScopeKind, Status
 from memresolve._version import __version__
 from memresolve.errors import (
     BackendUnavailableError,
+    ErrorKind,
     InternalError,
     InvalidInputError,
     MemresolveError,
@@ -62,6 +63,7 @@ __all__ = [
     "Certainty",
     "CharacterScope",
     "ConversationScope",
+    "ErrorKind",
     "Exclusion",
     "ForgetTombstone",
     "InternalError",
@@ -74,6 +76,7 @@ __all__ = [
     "RetrievalContext",
     "SceneScope",
     "Scope",
+    "ScopeKind",
     "Status",
     "Trace",
     "UserScope",

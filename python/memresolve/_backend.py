@@ -1,107 +1,54 @@
-"""Which kernel resolves: the one place that chooses, once, at import.
+"""Which backend runs: the one place that chooses, once, at import.
 
 ``MEMRESOLVE_BACKEND`` = ``auto`` (default: native when it is usable, else the
-reference), ``native`` (an error if it is not usable) or ``reference``. A
-stale build is never used silently: under ``auto`` it is a warning and the
-reference runs; forced, it is an error.
+reference), ``native`` (an error if it is not usable) or ``reference`` (pure
+Python throughout). The choice covers everything a backend provides: the
+kernel ``memresolve.resolve`` runs, the batch resolver, and the storage of
+``MemoryRecord``. A stale build is never used silently: under ``auto`` it is
+a warning and the reference runs; forced, it is an error.
+
+A leaf module: it imports nothing of the package but the loader and the
+errors, so every other module can read the choice without an import cycle.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Final, Protocol
+from types import ModuleType
+from typing import Final
 
-from memresolve import _native_loader, reference
+from memresolve import _native_loader
 from memresolve._native_loader import CHOICES, ENV_VAR, StaleBuildError
-from memresolve._records import ForgetTombstone, RetrievalContext
-from memresolve._result import RawResolution
 from memresolve.errors import BackendUnavailableError
 
-__all__ = [
-    "CHOICES",
-    "ENV_VAR",
-    "SELECTED",
-    "SELECTED_BATCH",
-    "BatchResolver",
-    "Kernel",
-    "available_backends",
-    "backend_name",
-    "get_backend",
-    "get_batch_resolver",
-]
+__all__ = ["CHOICES", "ENV_VAR", "NAME", "NATIVE", "available_backends", "backend_name"]
 
 
-class Kernel(Protocol):
-    """What a backend provides.
-
-    ``records`` are not checked yet: the kernel rejects a candidate that is not
-    a ``MemoryRecord``, and two that share an id, with the errors of
-    ``memresolve._records`` (``not_a_record_error``, ``duplicate_id_error``).
-    The context and tombstones arrive checked.
-    """
-
-    @property
-    def NAME(self) -> str: ...
-
-    def resolve_rows(
-        self,
-        records: tuple[object, ...],
-        context: RetrievalContext,
-        tombstones: tuple[ForgetTombstone, ...],
-    ) -> RawResolution: ...
+def _choose() -> ModuleType | None:
+    choice = _native_loader.requested()
+    if choice == "reference":
+        return None
+    if choice == "native":
+        return _native_loader.load()  # raises BackendUnavailableError, saying why
+    try:
+        return _native_loader.load()
+    except StaleBuildError as exc:
+        # A stale build must never run silently: say so, then fall back.
+        warnings.warn(f"{exc}; using the reference backend", RuntimeWarning, stacklevel=3)
+    except BackendUnavailableError:
+        pass
+    return None
 
 
-_reference_kernel: Kernel = reference  # mypy checks the reference against the protocol here
+#: The compiled module this process uses, or ``None`` for pure Python throughout.
+NATIVE: Final[ModuleType | None] = _choose()
+#: The backend's name: ``native`` or ``reference``.
+NAME: Final[str] = "reference" if NATIVE is None else "native"
 
 
-class BatchResolver(Protocol):
-    """``resolve_batch`` of a backend (see ``memresolve.resolve_batch``)."""
-
-    def __call__(
-        self,
-        records: object,
-        contexts: object,
-        *,
-        tombstones: object | None = None,
-        include_excluded: bool = False,
-    ) -> Any: ...
-
-
-class NativeKernel:
-    """The Rust kernel, ``memresolve._native.resolve_rows``, as a ``Kernel``."""
-
-    NAME: Final = "native"
-
-    def __init__(self) -> None:
-        self._resolve_rows = _native_loader.load().resolve_rows
-
-    def resolve_rows(
-        self,
-        records: tuple[object, ...],
-        context: RetrievalContext,
-        tombstones: tuple[ForgetTombstone, ...],
-    ) -> RawResolution:
-        active, excluded_rows, excluded_codes = self._resolve_rows(records, context, tombstones)
-        return RawResolution(active, memoryview(excluded_rows).cast("I"), excluded_codes)
-
-
-def get_batch_resolver(name: str) -> BatchResolver:
-    """The ``resolve_batch`` of the backend called ``name``, for tests and benchmarks."""
-    if name == "reference":
-        return reference.resolve_batch
-    if name == "native":
-        batch: BatchResolver = _native_loader.load().resolve_batch
-        return batch
-    raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
-
-
-def get_backend(name: str) -> Kernel:
-    """The kernel called ``name`` (``native`` or ``reference``), for tests and benchmarks."""
-    if name == "reference":
-        return _reference_kernel
-    if name == "native":
-        return NativeKernel()
-    raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
+def backend_name() -> str:
+    """Which backend ``memresolve.resolve`` uses in this process: ``native`` or ``reference``."""
+    return NAME
 
 
 def available_backends() -> tuple[str, ...]:
@@ -109,26 +56,3 @@ def available_backends() -> tuple[str, ...]:
     if _native_loader.module_or_none() is None:
         return ("reference",)
     return ("reference", "native")
-
-
-def _select() -> Kernel:
-    choice = _native_loader.requested()
-    if choice != "auto":
-        return get_backend(choice)
-    try:
-        return NativeKernel()
-    except StaleBuildError as exc:
-        # A stale build must never run silently: say so, then fall back.
-        warnings.warn(f"{exc}; using the reference backend", RuntimeWarning, stacklevel=2)
-    except BackendUnavailableError:
-        pass
-    return _reference_kernel
-
-
-SELECTED: Kernel = _select()
-SELECTED_BATCH: BatchResolver = get_batch_resolver(SELECTED.NAME)
-
-
-def backend_name() -> str:
-    """Which backend ``memresolve.resolve`` uses in this process: ``native`` or ``reference``."""
-    return SELECTED.NAME

@@ -4,8 +4,8 @@ One JSON object per line, fields named as in the Python classes. A scope is
 an object with its ``kind`` and that kind's ids; instants are ISO-8601 strings
 with a UTC offset (``2026-07-30T12:00:00+00:00`` or ``...Z``). Reading is
 strict: a missing or unknown field, a duplicate key, a naive instant or any
-rule of SPEC §1 raises ``InvalidInputError`` naming the line, the record and
-the field. Blank lines are skipped.
+rule of ``docs/spec.md`` §1 raises ``InvalidInputError`` naming the line, the
+record and the field. Blank lines are skipped.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from typing import IO, Any, TypeAlias, TypeVar
 
 from memresolve import _validate as check
 from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
-from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
+from memresolve._scopes import SCOPE_TYPES, Scope
+from memresolve._types import SCOPE_ID_COLUMNS
 from memresolve._validate import Subject
-from memresolve.errors import InvalidInputError
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
     "context_from_json",
@@ -50,18 +51,7 @@ Source: TypeAlias = str | os.PathLike[str] | IO[str]
 JsonObject: TypeAlias = dict[str, Any]
 T = TypeVar("T")
 
-_SCOPE_TYPES: dict[str, type[Scope]] = {
-    "user": UserScope,
-    "character": CharacterScope,
-    "conversation": ConversationScope,
-    "scene": SceneScope,
-}
-_SCOPE_FIELDS: dict[str, tuple[str, ...]] = {
-    "user": ("user_id",),
-    "character": ("user_id", "character_id"),
-    "conversation": ("conversation_id",),
-    "scene": ("conversation_id", "scene_id"),
-}
+_SCOPE_TYPES: dict[str, type[Scope]] = {scope.kind.value: scope for scope in SCOPE_TYPES}
 _RECORD_REQUIRED = (
     "id",
     "key",
@@ -88,15 +78,19 @@ def _instant_to_json(moment: datetime | None) -> str | None:
 def _instant_from_json(value: object, subject: Subject, field: str) -> datetime:
     if not isinstance(value, str):
         subject.fail(
-            field, f"must be an ISO-8601 string with a UTC offset, got {_json_type(value)}"
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be an ISO-8601 string with a UTC offset, got {_json_type(value)}",
         )
     # fromisoformat alone accepts oddities such as trailing junk before "Z".
     if _ISO_INSTANT.fullmatch(value) is None:
-        subject.fail(field, f"is not an ISO-8601 date-time with a UTC offset: {value!r}")
+        subject.fail(
+            field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time with a UTC offset: {value!r}"
+        )
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        subject.fail(field, f"is not an ISO-8601 date-time: {value!r}")
+        subject.fail(field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time: {value!r}")
     return check.instant(moment, subject, field)
 
 
@@ -116,44 +110,63 @@ def _fields(
     if not isinstance(obj, dict):
         raise InvalidInputError(
             f"{subject.label}: expected a JSON object, got {_json_type(obj)}",
+            kind=ErrorKind.WRONG_TYPE,
             record_id=subject.record_id,
         )
     required = tuple(required)
     for name in required:
         if name not in obj:
-            subject.fail(name, "is missing")
+            subject.fail(name, ErrorKind.MISSING, "is missing")
     known = {*required, *optional}
     for name in obj:
         if name not in known:
-            subject.fail(name, f"is not a known field (expected: {', '.join(sorted(known))})")
+            subject.fail(
+                name,
+                ErrorKind.UNKNOWN_FIELD,
+                f"is not a known field (expected: {', '.join(sorted(known))})",
+            )
     return obj
 
 
 def scope_to_json(scope: Scope) -> JsonObject:
-    names = _SCOPE_FIELDS[scope.kind]
-    return {"kind": scope.kind, **dict(zip(names, scope.fields, strict=True))}
+    names = SCOPE_ID_COLUMNS[scope.kind]
+    return {"kind": scope.kind.value, **dict(zip(names, scope.fields, strict=True))}
 
 
 def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Scope:
     nested = Subject(subject.label, subject.record_id)
-    if not isinstance(value, dict) or "kind" not in value:
-        nested.fail(field, "must be an object with a 'kind' and that kind's ids")
+    if not isinstance(value, dict):
+        nested.fail(
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be an object with a 'kind' and that kind's ids, got {_json_type(value)}",
+        )
+    if "kind" not in value:
+        nested.fail(f"{field}.kind", ErrorKind.MISSING, "is missing")
     kind = value["kind"]
-    if not isinstance(kind, str) or kind not in _SCOPE_TYPES:
+    if not isinstance(kind, str):
+        nested.fail(
+            f"{field}.kind", ErrorKind.WRONG_TYPE, f"must be a string, got {_json_type(kind)}"
+        )
+    if kind not in _SCOPE_TYPES:
         nested.fail(
             f"{field}.kind",
+            ErrorKind.UNKNOWN_VALUE,
             f"has unknown value {kind!r}; expected one of " + ", ".join(map(repr, _SCOPE_TYPES)),
         )
-    names = _SCOPE_FIELDS[kind]
+    scope_type = _SCOPE_TYPES[kind]
+    names = SCOPE_ID_COLUMNS[scope_type.kind]
     for name in value:
         if name != "kind" and name not in names:
-            nested.fail(f"{field}.{name}", f"is not a field of a {kind} scope")
+            nested.fail(
+                f"{field}.{name}", ErrorKind.UNKNOWN_FIELD, f"is not a field of a {kind} scope"
+            )
     ids = []
     for name in names:
         if name not in value:
-            nested.fail(f"{field}.{name}", "is missing")
+            nested.fail(f"{field}.{name}", ErrorKind.MISSING, "is missing")
         ids.append(check.text(value[name], nested, f"{field}.{name}"))
-    return _SCOPE_TYPES[kind](*ids)
+    return scope_type(*ids)
 
 
 def record_to_json(record: MemoryRecord) -> JsonObject:
@@ -186,7 +199,11 @@ def record_from_json(obj: object) -> MemoryRecord:
     fields = _fields(obj, subject, _RECORD_REQUIRED, _RECORD_OPTIONAL)
     source_ids = fields.get("source_message_ids", [])
     if not isinstance(source_ids, list):
-        subject.fail("source_message_ids", f"must be an array, got {_json_type(source_ids)}")
+        subject.fail(
+            "source_message_ids",
+            ErrorKind.WRONG_TYPE,
+            f"must be an array, got {_json_type(source_ids)}",
+        )
     return MemoryRecord(
         id=fields["id"],
         key=fields["key"],
@@ -264,7 +281,11 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
     obj: JsonObject = {}
     for name, value in pairs:
         if name in obj:
-            raise InvalidInputError(f"field {name!r} appears twice in one object", field=name)
+            raise InvalidInputError(
+                f"field {name!r} appears twice in one object",
+                kind=ErrorKind.DUPLICATE_FIELD,
+                field=name,
+            )
         obj[name] = value
     return obj
 
@@ -279,7 +300,9 @@ def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
                     yield str(source), number, data.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise InvalidInputError(
-                        f"{source} line {number}: not valid UTF-8 ({exc.reason})", line=number
+                        f"{source} line {number}: not valid UTF-8 ({exc.reason})",
+                        kind=ErrorKind.INVALID_UNICODE,
+                        line=number,
                     ) from None
         return
     name = getattr(source, "name", "<stream>")
@@ -292,7 +315,9 @@ def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
             return
         except UnicodeDecodeError as exc:  # the stream decodes ahead, in chunks
             raise InvalidInputError(
-                f"{name} after line {number}: not valid UTF-8 ({exc.reason})", line=number + 1
+                f"{name} after line {number}: not valid UTF-8 ({exc.reason})",
+                kind=ErrorKind.INVALID_UNICODE,
+                line=number + 1,
             ) from None
         number += 1
         yield name, number, line
@@ -311,13 +336,19 @@ def _parse_line(line: str, parse: Callable[[object], T], name: str, number: int)
         return parse(json.loads(line, object_pairs_hook=_reject_duplicate_keys))
     except InvalidInputError as exc:
         raise InvalidInputError(
-            f"{name} line {number}: {exc}", record_id=exc.record_id, field=exc.field, line=number
+            f"{name} line {number}: {exc}",
+            kind=exc.kind,
+            record_id=exc.record_id,
+            field=exc.field,
+            line=number,
         ) from None
     except (ValueError, RecursionError) as exc:
         # Not JSON, or JSON Python will not hold: nesting too deep, a number too long.
         problem = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
         raise InvalidInputError(
-            f"{name} line {number}: not valid JSON ({problem})", line=number
+            f"{name} line {number}: not valid JSON ({problem})",
+            kind=ErrorKind.MALFORMED,
+            line=number,
         ) from None
 
 

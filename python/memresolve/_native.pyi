@@ -12,6 +12,9 @@ from memresolve._types import Authority, Status
 
 __all__ = [
     "AUTHORITY_NAMES",
+    "DECISION_NAMES",
+    "ERROR_KIND_NAMES",
+    "ID_COLUMN_NAMES",
     "REASON_NAMES",
     "RESOLVER_VERSION",
     "SCOPE_KIND_NAMES",
@@ -21,6 +24,7 @@ __all__ = [
     "resolve_batch",
     "resolve_rows",
     "scope_id",
+    "scope_id_columns",
 ]
 
 __version__: str
@@ -29,9 +33,15 @@ SCOPE_KIND_NAMES: list[str]
 STATUS_NAMES: list[str]
 AUTHORITY_NAMES: list[str]
 REASON_NAMES: list[str]
+ID_COLUMN_NAMES: list[str]
+DECISION_NAMES: list[str]
+ERROR_KIND_NAMES: list[str]
+
+def scope_id_columns() -> list[list[str]]:
+    """The id columns each scope kind is made of, by kind code."""
 
 def scope_id(kind: str, fields: list[str]) -> str:
-    """The canonical scope identifier (SPEC §1), computed by the Rust core."""
+    """The canonical scope identifier (``docs/spec.md`` §1.2), computed by the Rust core."""
 
 @disjoint_base
 class RecordCore:

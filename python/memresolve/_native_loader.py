@@ -1,9 +1,6 @@
-"""Finding the compiled ``memresolve._native``: importable, built from these sources, wanted.
+"""Finding the compiled ``memresolve._native``: importable, and built from these sources.
 
-The only module that imports ``_native``. ``MEMRESOLVE_BACKEND`` =
-``auto`` (default: native when usable, else the reference), ``native`` (an
-error if it is not usable) or ``reference`` (pure Python throughout: the
-resolver and the storage of records, as in an install without the extension).
+The only module that imports ``_native``; ``_backend`` decides whether it is used.
 """
 
 from __future__ import annotations
@@ -60,12 +57,3 @@ def module_or_none() -> ModuleType | None:
         return load()
     except BackendUnavailableError:
         return None
-
-
-def wanted_module() -> ModuleType | None:
-    """The compiled module unless the reference was asked for or it is unusable."""
-    try:
-        choice = requested()
-    except BackendUnavailableError:
-        return None  # reported by the backend selection, which runs right after
-    return None if choice == "reference" else module_or_none()

@@ -1,6 +1,6 @@
 """The inputs of a resolution: memory records, the retrieval context, forget tombstones.
 
-All three are frozen and validated once, at construction (SPEC §1): a value
+All three are frozen and validated once, at construction (``docs/spec.md`` §1): a value
 that exists is a valid one, so both backends see exactly the same domain.
 ``repr`` never shows a record's ``value``.
 """
@@ -8,16 +8,16 @@ that exists is a valid one, so both backends see exactly the same domain.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
-from memresolve import _native_loader
+from memresolve import _backend, _native_loader
 from memresolve import _validate as check
 from memresolve._scopes import SCOPE_TYPES, Scope
-from memresolve._types import Authority, Status
+from memresolve._types import SCOPE_ID_COLUMNS, Authority, Status
 from memresolve._validate import Subject
-from memresolve.errors import InvalidInputError
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
     "ForgetTombstone",
@@ -28,14 +28,18 @@ __all__ = [
 ]
 
 _SCOPE_TYPE_NAMES = "UserScope, CharacterScope, ConversationScope or SceneScope"
-_SCOPE_FIELD_NAMES = {kind: tuple(f.name for f in fields(kind)) for kind in SCOPE_TYPES}
+_SCOPE_FIELD_NAMES = {kind: SCOPE_ID_COLUMNS[kind.kind] for kind in SCOPE_TYPES}
 
 
 def _scope(value: object, subject: Subject, field_name: str) -> Scope:
     # Exactly these classes: a subclass could change equality or its kind and so
     # meet, or pose as, another scope.
     if type(value) not in SCOPE_TYPES:
-        subject.fail(field_name, f"must be a {_SCOPE_TYPE_NAMES}, got {type(value).__name__}")
+        subject.fail(
+            field_name,
+            ErrorKind.WRONG_TYPE,
+            f"must be a {_SCOPE_TYPE_NAMES}, got {type(value).__name__}",
+        )
     scope: Scope = value  # type: ignore[assignment]
     # Checked when built, but a frozen object can still be altered
     # (object.__setattr__, crafted pickle state): check its ids again.
@@ -147,7 +151,8 @@ _SLOT_SETTERS: dict[str, Callable[[object, object], None]] = {
 
 
 def _storage_class() -> type[RecordStorage]:
-    native = _native_loader.wanted_module()
+    # The backend chosen for the process decides the storage too.
+    native = _backend.NATIVE
     storage: type[RecordStorage] = RecordStorage if native is None else native.RecordCore
     return storage
 
@@ -172,7 +177,7 @@ class MemoryRecord(_Storage):
     Rust resolver reads them without touching Python objects.
 
     Raises:
-        InvalidInputError: a field breaks a rule of SPEC §1; the error names the
+        InvalidInputError: a field breaks a rule of ``docs/spec.md`` §1.3; the error names the
             record id and the field.
     """
 
@@ -254,7 +259,9 @@ def native_core_of(record: object, row: int) -> object:
 def not_a_record_error(candidate: object, row: int) -> InvalidInputError:
     return InvalidInputError(
         f"records[{row}]: expected a MemoryRecord, got {type(candidate).__name__}",
+        kind=ErrorKind.WRONG_TYPE,
         field="records",
+        row=row,
     )
 
 
@@ -262,8 +269,10 @@ def duplicate_id_error(record_id: str, earlier: int, row: int) -> InvalidInputEr
     return InvalidInputError(
         f"record {record_id!r}: field 'id' is not unique "
         f"(records[{earlier}] and records[{row}] share it)",
+        kind=ErrorKind.DUPLICATE_ID,
         record_id=record_id,
         field="id",
+        row=row,
     )
 
 

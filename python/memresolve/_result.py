@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
 
 from memresolve._records import MemoryRecord
-from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason
+from memresolve._types import REASON_BY_CODE, RESOLVER_VERSION, Authority, Certainty, Reason
 
 __all__ = [
     "Exclusion",
@@ -32,7 +32,7 @@ class Exclusion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Trace:
-    """Counts only, safe to log: no ids, no values (SPEC §2)."""
+    """Counts only, safe to log: no ids, no values (``docs/spec.md`` §2.7)."""
 
     memory_candidates: int
     memory_active: int
@@ -44,7 +44,7 @@ class Trace:
     resolver_version: str
 
     def as_dict(self) -> dict[str, int | str]:
-        """The fields under the SPEC's names, in the SPEC's order."""
+        """The fields under the contract's names, in its order (``docs/spec.md`` §2.7)."""
         return {
             "memory_candidates": self.memory_candidates,
             "memory_active": self.memory_active,
@@ -100,7 +100,6 @@ class RawResolution:
     excluded_codes: bytes
 
 
-_REASONS = tuple(Reason)
 # Exclusion's slots, set directly: the frozen dataclass __init__ goes through
 # object.__setattr__ per field and costs three times as much, per exclusion.
 _set_exclusion_id = Exclusion.__dict__["id"].__set__
@@ -180,7 +179,7 @@ class Resolution:
                 return self.excluded
             candidates, rows, codes = pending
             excluded = tuple(
-                _exclusion(candidates[row].id, _REASONS[code])
+                _exclusion(candidates[row].id, REASON_BY_CODE[code])
                 for row, code in zip(rows, codes, strict=True)
             )
             set_field = object.__setattr__
@@ -239,5 +238,5 @@ class Resolution:
 
 
 _SCOPE, _STATUS_OR_TIME, _FORGOTTEN, _SUPERSEDED, _LOWER_PRECEDENCE = (
-    bytes([code]) for code in range(len(_REASONS))
+    bytes([code]) for code in range(len(REASON_BY_CODE))
 )

@@ -1,10 +1,15 @@
-"""Scopes: a tagged union compared structurally, and its injective identifier (SPEC §1)."""
+"""Scopes: a tagged union compared structurally, and its injective identifier.
+
+``docs/spec.md`` §1.1-1.2. Each class's fields are its kind's ids, named as in
+``SCOPE_ID_COLUMNS`` (a test keeps the two equal).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
+from memresolve._types import ScopeKind
 from memresolve._validate import Subject, text
 
 __all__ = [
@@ -22,7 +27,7 @@ class UserScope:
     """Facts about the user, visible with every character and in every conversation."""
 
     user_id: str
-    kind: ClassVar[str] = "user"
+    kind: ClassVar[ScopeKind] = ScopeKind.USER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "user_id", text(self.user_id, Subject("UserScope"), "user_id"))
@@ -38,7 +43,7 @@ class CharacterScope:
 
     user_id: str
     character_id: str
-    kind: ClassVar[str] = "character"
+    kind: ClassVar[ScopeKind] = ScopeKind.CHARACTER
 
     def __post_init__(self) -> None:
         subject = Subject("CharacterScope")
@@ -55,7 +60,7 @@ class ConversationScope:
     """Facts of one conversation."""
 
     conversation_id: str
-    kind: ClassVar[str] = "conversation"
+    kind: ClassVar[ScopeKind] = ScopeKind.CONVERSATION
 
     def __post_init__(self) -> None:
         subject = Subject("ConversationScope")
@@ -74,7 +79,7 @@ class SceneScope:
 
     conversation_id: str
     scene_id: str
-    kind: ClassVar[str] = "scene"
+    kind: ClassVar[ScopeKind] = ScopeKind.SCENE
 
     def __post_init__(self) -> None:
         subject = Subject("SceneScope")

@@ -1,15 +1,41 @@
-"""The contract's vocabularies (SPEC §1-2) as string enums, and their code tables.
+"""The contract's vocabularies as string enums, and every table derived from them.
 
-The string values are the tutorial's; a constructor accepts a member or its
-value. Each enum's definition order is its code order, shared with the Rust
-core's ``model.rs`` (a test compares the tables).
+The one Python home of these facts (``docs/spec.md`` §1-2, §4.2): scope kinds
+and the ids each kind is made of, statuses, authorities, reasons, the batch
+decisions and their codes. Every reader and writer (constructors, JSON Lines,
+Arrow) derives from here. Each enum's definition order is its code order,
+shared with the Rust core's ``model.rs``; a test compares the two languages'
+tables entry by entry.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Authority", "Certainty", "Reason", "Status"]
+__all__ = [
+    "AUTHORITY_RANK",
+    "DECISION_NAMES",
+    "ID_COLUMNS",
+    "REASON_BY_CODE",
+    "REASON_CODE",
+    "RESOLVER_VERSION",
+    "SCOPE_ID_COLUMNS",
+    "Authority",
+    "Certainty",
+    "Reason",
+    "ScopeKind",
+    "Status",
+    "decision_code",
+]
+
+
+class ScopeKind(StrEnum):
+    """The four kinds of scope (``docs/spec.md`` §1.1)."""
+
+    USER = "user"
+    CHARACTER = "character"
+    CONVERSATION = "conversation"
+    SCENE = "scene"
 
 
 class Status(StrEnum):
@@ -31,7 +57,7 @@ class Authority(StrEnum):
 
     @property
     def rank(self) -> int:
-        """Precedence rank: higher wins (SPEC §2 stage 5)."""
+        """Precedence rank: higher wins (``docs/spec.md`` §2.5)."""
         return AUTHORITY_RANK[self]
 
 
@@ -46,7 +72,7 @@ class Reason(StrEnum):
 
 
 class Certainty(StrEnum):
-    """How firmly a winner may be stated in the prompt (SPEC §2, prompt projection)."""
+    """How firmly a winner may be stated in the prompt (``docs/spec.md`` §2.8)."""
 
     CONFIRMED = "confirmed"
     LIKELY = "likely"
@@ -55,11 +81,32 @@ class Certainty(StrEnum):
 
 AUTHORITY_RANK: dict[Authority, int] = {member: rank for rank, member in enumerate(Authority)}
 
-# Code tables: the string value of each code, in code order.
-SCOPE_KIND_NAMES: tuple[str, ...] = ("user", "character", "conversation", "scene")
-STATUS_NAMES: tuple[str, ...] = tuple(member.value for member in Status)
-AUTHORITY_NAMES: tuple[str, ...] = tuple(member.value for member in Authority)
-REASON_NAMES: tuple[str, ...] = tuple(member.value for member in Reason)
+#: The fields (and Arrow columns) that hold scope ids, in code order.
+ID_COLUMNS: tuple[str, ...] = ("user_id", "character_id", "conversation_id", "scene_id")
+
+#: The ids each scope kind is made of, in scope-id order: the scope classes'
+#: fields, the JSON keys of a scope object, the Arrow columns a row needs.
+SCOPE_ID_COLUMNS: dict[ScopeKind, tuple[str, ...]] = {
+    ScopeKind.USER: ("user_id",),
+    ScopeKind.CHARACTER: ("user_id", "character_id"),
+    ScopeKind.CONVERSATION: ("conversation_id",),
+    ScopeKind.SCENE: ("conversation_id", "scene_id"),
+}
+
+#: The reasons by code: a reason's code is its position in ``Reason``.
+REASON_BY_CODE: tuple[Reason, ...] = tuple(Reason)
+#: Each reason's code.
+REASON_CODE: dict[Reason, int] = {reason: code for code, reason in enumerate(REASON_BY_CODE)}
+
+#: The values of a batch row's ``decision``, by code: ``active`` (0), then the
+#: reasons in stage order (reason code + 1).
+DECISION_NAMES: tuple[str, ...] = ("active", *(reason.value for reason in Reason))
+
+
+def decision_code(reason: Reason | None) -> int:
+    """The batch decision code of an outcome: 0 for a winner, else its reason's code + 1."""
+    return 0 if reason is None else REASON_CODE[reason] + 1
+
 
 # Written into every trace; identifies the contract version, not the package build.
 RESOLVER_VERSION = "memresolve-spec-1"

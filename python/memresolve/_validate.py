@@ -1,4 +1,4 @@
-"""The one set of input rules (SPEC §1 and §5), shared by every constructor.
+"""The one set of input rules (``docs/spec.md`` §1 and §5), shared by every constructor.
 
 Each checker takes the value, a ``Subject`` saying whose field it is, and the
 field's name; it returns the value normalised (plain ``str``, enum member,
@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
 from typing import NoReturn, TypeVar
 
-from memresolve.errors import InvalidInputError
+from memresolve.errors import ErrorKind, InvalidInputError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -32,9 +32,12 @@ class Subject:
     label: str
     record_id: str | None = None
 
-    def fail(self, field: str, problem: str) -> NoReturn:
+    def fail(self, field: str, kind: ErrorKind, problem: str) -> NoReturn:
         raise InvalidInputError(
-            f"{self.label}: field {field!r} {problem}", record_id=self.record_id, field=field
+            f"{self.label}: field {field!r} {problem}",
+            kind=kind,
+            record_id=self.record_id,
+            field=field,
         )
 
 
@@ -46,21 +49,23 @@ def text(value: object, subject: Subject, field: str) -> str:
     """A non-empty ``str`` that is valid Unicode (no lone surrogates)."""
     checked = any_text(value, subject, field)
     if not checked:
-        subject.fail(field, "must not be empty")
+        subject.fail(field, ErrorKind.EMPTY, "must not be empty")
     return checked
 
 
 def any_text(value: object, subject: Subject, field: str) -> str:
     """A ``str`` (possibly empty) that is valid Unicode; never quoted in messages."""
     if not isinstance(value, str):
-        subject.fail(field, f"must be a str, got {_type_name(value)}")
+        subject.fail(field, ErrorKind.WRONG_TYPE, f"must be a str, got {_type_name(value)}")
     # A subclass may override comparison or encode(); keep only its characters.
     plain = value if type(value) is str else str.__str__(value)
     try:
         plain.encode("utf-8")
     except UnicodeEncodeError as exc:
         subject.fail(
-            field, f"contains a lone surrogate at index {exc.start}, which is not valid Unicode"
+            field,
+            ErrorKind.INVALID_UNICODE,
+            f"contains a lone surrogate at index {exc.start}, which is not valid Unicode",
         )
     return plain
 
@@ -73,9 +78,15 @@ def optional_text(value: object, subject: Subject, field: str) -> str | None:
 def text_tuple(value: object, subject: Subject, field: str) -> tuple[str, ...]:
     """Any iterable of non-empty valid ``str`` (but not a lone ``str``), as a tuple."""
     if isinstance(value, str | bytes):
-        subject.fail(field, f"must be a sequence of str, not a single {_type_name(value)}")
+        subject.fail(
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be a sequence of str, not a single {_type_name(value)}",
+        )
     if not isinstance(value, Iterable):
-        subject.fail(field, f"must be a sequence of str, got {_type_name(value)}")
+        subject.fail(
+            field, ErrorKind.WRONG_TYPE, f"must be a sequence of str, got {_type_name(value)}"
+        )
     return tuple(text(item, subject, f"{field}[{i}]") for i, item in enumerate(value))
 
 
@@ -88,14 +99,23 @@ def instant(value: object, subject: Subject, field: str) -> datetime:
     a daylight-saving change they would not compare as the instants they name.
     """
     if not isinstance(value, datetime):
-        subject.fail(field, f"must be a datetime with a time zone, got {_type_name(value)}")
+        subject.fail(
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be a datetime with a time zone, got {_type_name(value)}",
+        )
     try:
         offset = value.utcoffset()
     except Exception as exc:
-        subject.fail(field, f"has a time zone whose utcoffset() failed: {type(exc).__name__}")
+        subject.fail(
+            field,
+            ErrorKind.MALFORMED,
+            f"has a time zone whose utcoffset() failed: {type(exc).__name__}",
+        )
     if offset is None:
         subject.fail(
             field,
+            ErrorKind.NAIVE_TIME,
             "is a naive datetime; give it a time zone (for example tzinfo=timezone.utc), "
             "memresolve never assumes one",
         )
@@ -123,12 +143,18 @@ def enum_member(value: object, enum_type: type[E], subject: Subject, field: str)
     allowed = ", ".join(repr(member.value) for member in enum_type)
     if not isinstance(value, str):
         subject.fail(
-            field, f"must be a {enum_type.__name__} or one of {allowed}, got {_type_name(value)}"
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be a {enum_type.__name__} or one of {allowed}, got {_type_name(value)}",
         )
     try:
         return enum_type(value)
     except ValueError:
-        subject.fail(field, f"has unknown value {value!r}; expected one of {allowed}")
+        subject.fail(
+            field,
+            ErrorKind.UNKNOWN_VALUE,
+            f"has unknown value {value!r}; expected one of {allowed}",
+        )
 
 
 def _shown(number: int) -> str:
@@ -141,30 +167,36 @@ def _shown(number: int) -> str:
 def confidence(value: object, subject: Subject, field: str) -> float:
     """A finite number with 0 <= c <= 1, as ``float``. ``bool`` is not a number here."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        subject.fail(field, f"must be a float between 0 and 1, got {_type_name(value)}")
+        subject.fail(
+            field, ErrorKind.WRONG_TYPE, f"must be a float between 0 and 1, got {_type_name(value)}"
+        )
     if isinstance(value, int):
         whole = int.__int__(value)  # the number itself, whatever a subclass overrides
         if not 0 <= whole <= 1:
-            subject.fail(field, f"must be between 0 and 1, got {_shown(whole)}")
+            subject.fail(
+                field, ErrorKind.OUT_OF_RANGE, f"must be between 0 and 1, got {_shown(whole)}"
+            )
         return float(whole)
     number = float.__float__(value)
     if not math.isfinite(number):
-        subject.fail(field, f"must be a finite number, got {number}")
+        subject.fail(field, ErrorKind.NOT_FINITE, f"must be a finite number, got {number}")
     if not 0.0 <= number <= 1.0:
-        subject.fail(field, f"must be between 0 and 1, got {number}")
+        subject.fail(field, ErrorKind.OUT_OF_RANGE, f"must be between 0 and 1, got {number}")
     return number
 
 
 def int64(value: object, subject: Subject, field: str) -> int:
     """An ``int`` (not ``bool``) that fits in signed 64 bits."""
     if isinstance(value, bool) or not isinstance(value, int):
-        subject.fail(field, f"must be an int, got {_type_name(value)}")
+        subject.fail(field, ErrorKind.WRONG_TYPE, f"must be an int, got {_type_name(value)}")
     whole = int.__int__(value)
     if not INT64_MIN <= whole <= INT64_MAX:
-        subject.fail(field, f"must fit in signed 64 bits, got {_shown(whole)}")
+        subject.fail(
+            field, ErrorKind.OUT_OF_RANGE, f"must fit in signed 64 bits, got {_shown(whole)}"
+        )
     return whole
 
 
 def to_micros(moment: datetime) -> int:
-    """Microseconds since the Unix epoch, UTC: how every instant is compared (SPEC §1)."""
+    """Microseconds since the Unix epoch, UTC: how every instant is compared (spec §1.6)."""
     return (moment - _EPOCH) // _ONE_MICROSECOND

@@ -6,12 +6,53 @@ Defined once, here; the Rust binding imports these very classes, so
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Any
+
 __all__ = [
     "BackendUnavailableError",
+    "ErrorKind",
     "InternalError",
     "InvalidInputError",
     "MemresolveError",
 ]
+
+
+class ErrorKind(StrEnum):
+    """What is wrong with an input: a closed set, the same from every backend and reader.
+
+    Programs branch on ``error.kind``, never on the message text. The Rust
+    core has the same table (a test compares them).
+    """
+
+    WRONG_TYPE = "wrong-type"
+    """A value or column of the wrong type (a ``str`` expected, an ``int`` given)."""
+    MISSING = "missing"
+    """A required field, argument or value is absent or null."""
+    MISSING_COLUMN = "missing-column"
+    """A required Arrow column is absent."""
+    EMPTY = "empty"
+    """An empty string where a non-empty one is required."""
+    UNKNOWN_VALUE = "unknown-value"
+    """A value outside its vocabulary (status, authority, scope kind)."""
+    UNKNOWN_FIELD = "unknown-field"
+    """A field the schema does not have (JSON Lines objects, scope objects)."""
+    DUPLICATE_FIELD = "duplicate-field"
+    """A JSON object names a field twice."""
+    NAIVE_TIME = "naive-time"
+    """A datetime or Arrow timestamp without a time zone."""
+    OUT_OF_RANGE = "out-of-range"
+    """A number or instant outside its range."""
+    NOT_FINITE = "not-finite"
+    """NaN or infinity."""
+    INVALID_UNICODE = "invalid-unicode"
+    """A lone surrogate, or bytes that are not UTF-8."""
+    DUPLICATE_ID = "duplicate-id"
+    """Two records (or contexts) of one call share an id."""
+    MALFORMED = "malformed"
+    """Data that cannot be parsed or read: not JSON, not an instant, invalid Arrow data."""
+    INCONSISTENT = "inconsistent"
+    """Fields valid on their own that contradict each other."""
 
 
 class MemresolveError(Exception):
@@ -26,6 +67,7 @@ class InvalidInputError(MemresolveError, ValueError):
     record's ``value``.
 
     Attributes:
+        kind: what is wrong, one of ``ErrorKind``.
         record_id: id of the offending record, when there is one and it is valid.
         field: name of the offending field (dotted for nested ones, ``scope.user_id``).
         line: 1-based line number, when the input came from a JSON Lines file.
@@ -36,33 +78,37 @@ class InvalidInputError(MemresolveError, ValueError):
         self,
         message: str,
         *,
+        kind: ErrorKind | str,
         record_id: str | None = None,
         field: str | None = None,
         line: int | None = None,
         row: int | None = None,
     ) -> None:
         super().__init__(message)
+        self.kind = ErrorKind(kind)
         self.record_id = record_id
         self.field = field
         self.line = line
         self.row = row
 
+    def where(self) -> tuple[ErrorKind, str | None, int | None, str | None]:
+        """``(kind, field, row, record_id)``: what the differential tests compare."""
+        return (self.kind, self.field, self.row, self.record_id)
+
     def __reduce__(self) -> tuple[object, ...]:
         # Keep the attributes across pickling (multiprocessing workers).
-        return (
-            _rebuild_invalid_input,
-            (self.args[0], self.record_id, self.field, self.line, self.row),
-        )
+        attributes = {
+            "kind": self.kind.value,
+            "record_id": self.record_id,
+            "field": self.field,
+            "line": self.line,
+            "row": self.row,
+        }
+        return (_rebuild_invalid_input, (self.args[0], attributes))
 
 
-def _rebuild_invalid_input(
-    message: str,
-    record_id: str | None,
-    field: str | None,
-    line: int | None,
-    row: int | None = None,
-) -> InvalidInputError:
-    return InvalidInputError(message, record_id=record_id, field=field, line=line, row=row)
+def _rebuild_invalid_input(message: str, attributes: dict[str, Any]) -> InvalidInputError:
+    return InvalidInputError(message, **attributes)
 
 
 class BackendUnavailableError(MemresolveError, ImportError):

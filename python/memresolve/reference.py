@@ -1,4 +1,4 @@
-"""The pure-Python reference resolver: the executable specification of SPEC.md.
+"""The pure-Python reference resolver: the executable form of ``docs/spec.md``.
 
 Standard library only, one small function per pipeline stage, written to be
 read rather than to be fast. The Rust core must agree with it on every input;
@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
+from memresolve._call import resolve_with
 from memresolve._records import (
     ForgetTombstone,
     MemoryRecord,
@@ -55,7 +56,7 @@ from memresolve._scopes import (
     UserScope,
     scope_id,
 )
-from memresolve._types import Reason, Status
+from memresolve._types import REASON_CODE, Reason, Status, decision_code
 from memresolve._validate import to_micros
 
 if TYPE_CHECKING:
@@ -85,14 +86,11 @@ __all__ = [
 
 NAME: Final = "reference"
 
-_REASON_CODE = {reason: code for code, reason in enumerate(Reason)}
-
-
 # Stage 1: scope ---------------------------------------------------------------------------
 
 
 def scope_matches(scope: Scope, context: RetrievalContext) -> bool:
-    """Whether a record in ``scope`` is visible in ``context`` (SPEC §1 table)."""
+    """Whether a record in ``scope`` is visible in ``context`` (``docs/spec.md`` §1.1)."""
     match scope:
         case UserScope(user_id=user_id):
             return user_id == context.user_id
@@ -257,7 +255,7 @@ def resolve_rows(
     context: RetrievalContext,
     tombstones: Sequence[ForgetTombstone],
 ) -> RawResolution:
-    """The backend kernel: check the candidates, ``decide``, then the canonical order of SPEC §2.
+    """The backend kernel: check the candidates, ``decide``, then the canonical order (spec §2.6).
 
     The context and tombstones are already checked by the facade.
     """
@@ -271,7 +269,7 @@ def resolve_rows(
     )
     excluded = sorted(
         (
-            (row, _REASON_CODE[outcome])
+            (row, REASON_CODE[outcome])
             for row, outcome in enumerate(outcomes)
             if outcome is not None
         ),
@@ -291,10 +289,7 @@ def resolve(
     tombstones: Iterable[ForgetTombstone] | None = (),
 ) -> Resolution:
     """``memresolve.resolve`` run by this reference, whatever backend is selected."""
-    # Imported here: the facade selects among backends, this module among them.
-    from memresolve import _api, reference  # noqa: PLC0415, PLW0406
-
-    return _api.resolve_with(reference, records, context, tombstones)
+    return resolve_with(resolve_rows, records, context, tombstones)
 
 
 def resolve_batch(
@@ -309,10 +304,14 @@ def resolve_batch(
     Slow (every context scans every record) and the oracle of the native
     batch: for each context, in input order, its winners in ``active`` order,
     then (with ``include_excluded``) its exclusions by id, scope exclusions left
-    out (SPEC §4).
+    out (``docs/spec.md`` §4).
     """
     from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
+    # Every input is taken as Arrow before any is read, as the native batch does.
+    records = _arrow.as_table(records, "records")
+    contexts = _arrow.as_table(contexts, "contexts")
+    tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")
     candidates = _arrow.read_records_table(records, with_values=False)
     targets = _arrow.read_contexts_table(contexts)
     forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
@@ -324,11 +323,11 @@ def resolve_batch(
         for winner in result.active:
             context_ids.append(context_id)
             record_ids.append(winner.id)
-            decisions.append(0)
+            decisions.append(decision_code(None))
         if include_excluded:
             for exclusion in result.excluded:
                 if exclusion.reason is not Reason.SCOPE:
                     context_ids.append(context_id)
                     record_ids.append(exclusion.id)
-                    decisions.append(_REASON_CODE[exclusion.reason] + 1)
+                    decisions.append(decision_code(exclusion.reason))
     return _arrow.decision_table(context_ids, record_ids, decisions)

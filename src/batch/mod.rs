@@ -1,4 +1,4 @@
-//! The batch form (`SPEC.md` §4): every context of a whole store at once.
+//! The batch form (`docs/spec.md` §4): every context of a whole store at once.
 //!
 //! The store's ids, keys and scopes are interned to numbers once
 //! ([`intern`]); its rows are indexed by scope. Each context then resolves
@@ -16,7 +16,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::model::{Authority, Reason, ScopeKind, Status};
+use crate::error::Broken;
+use crate::model::{Authority, IdColumn, Reason, ScopeKind, Status};
 use crate::resolve::hash::{map_with_capacity, text_hasher, Hashed, Map};
 use crate::resolve::order::{scope_ranks, sort_by_text};
 use crate::resolve::{
@@ -55,53 +56,57 @@ pub struct DuplicateId {
 
 /// The scope of `kind` with ids numbered by the four id columns' tables:
 /// `numbers` holds one row's (or one context's) `user_id`, `character_id`,
-/// `conversation_id` and `scene_id` numbers.
+/// `conversation_id` and `scene_id` numbers, by [`crate::model::IdColumn`]
+/// code; the kind's own ids ([`ScopeKind::id_columns`]) make the key.
 #[must_use]
 pub fn scope_key(kind: ScopeKind, numbers: [u32; 4]) -> ScopeKey {
-    let [user, character, conversation, scene] = numbers;
-    match kind {
-        ScopeKind::User => (kind, user, 0),
-        ScopeKind::Character => (kind, user, character),
-        ScopeKind::Conversation => (kind, conversation, 0),
-        ScopeKind::Scene => (kind, conversation, scene),
-    }
+    let mut ids = kind.id_columns().iter().map(|column| {
+        numbers
+            .get(usize::from(column.code()))
+            .copied()
+            .unwrap_or(NO_ROW)
+    });
+    (kind, ids.next().unwrap_or(0), ids.next().unwrap_or(0))
 }
 
 impl<'a> Store<'a> {
     /// The store of a candidate set's records (rows in set order).
     pub fn from_candidates(records: &CandidateSet<'a>) -> Result<Self, DuplicateId> {
-        let rows = records.len();
+        let rows: Vec<_> = records.iter().map(|(_, record)| record).collect();
         let state = text_hasher();
         let hashed = |text: &'a str| Hashed::new(&state, text);
-        let ids: Vec<Hashed<'a>> = records.ids().iter().map(|id| hashed(id)).collect();
+        let ids: Vec<Hashed<'a>> = rows.iter().map(|r| hashed(r.id)).collect();
         if let Some((earlier, later)) = first_duplicate(&ids) {
             return Err(DuplicateId { earlier, later });
         }
-        let (keys, key_ranks) =
-            KeyRanks::build(records.keys().iter().map(|k| Some(hashed(k))).collect());
-        // One-field scopes leave their second column null, as Arrow input does.
-        let column = |field: fn(&ScopeRef<'a>) -> Option<&'a str>| {
+        let (keys, key_ranks) = KeyRanks::build(rows.iter().map(|r| Some(hashed(r.key))).collect());
+        // Each id column holds a row's id only where its kind has that id,
+        // as Arrow input does.
+        let column = |id_column: IdColumn| {
             Interned::build(
-                records
-                    .scopes()
-                    .iter()
-                    .map(|scope| field(scope).map(hashed))
+                rows.iter()
+                    .map(|r| {
+                        let position = r
+                            .scope
+                            .kind
+                            .id_columns()
+                            .iter()
+                            .position(|c| *c == id_column);
+                        position.and_then(|p| r.scope.fields().nth(p)).map(hashed)
+                    })
                     .collect(),
             )
         };
-        let (users, user_numbers) =
-            column(|s| matches!(s.kind, ScopeKind::User | ScopeKind::Character).then_some(s.first));
-        let (characters, character_numbers) =
-            column(|s| (s.kind == ScopeKind::Character).then_some(s.second));
-        let (conversations, conversation_numbers) = column(|s| {
-            matches!(s.kind, ScopeKind::Conversation | ScopeKind::Scene).then_some(s.first)
-        });
-        let (scenes, scene_numbers) = column(|s| (s.kind == ScopeKind::Scene).then_some(s.second));
-        let kinds: Vec<ScopeKind> = records.scopes().iter().map(|scope| scope.kind).collect();
-        let scope_keys = (0..rows).map(|row| {
+        let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] = [
+            column(IdColumn::UserId),
+            column(IdColumn::CharacterId),
+            column(IdColumn::ConversationId),
+            column(IdColumn::SceneId),
+        ];
+        let scope_keys = rows.iter().enumerate().map(|(row, record)| {
             let number = |column: &[u32]| column.get(row).copied().unwrap_or(NO_ROW);
             scope_key(
-                kinds.get(row).copied().unwrap_or(ScopeKind::User),
+                record.scope.kind,
                 [
                     number(&user_numbers),
                     number(&character_numbers),
@@ -110,22 +115,19 @@ impl<'a> Store<'a> {
                 ],
             )
         });
-        let (scopes, scope_numbers) = ScopeIndex::build(scope_keys, rows);
-        let facts: Vec<Facts> = (0..rows).filter_map(|row| records.facts(row)).collect();
+        let (scopes, scope_numbers) = ScopeIndex::build(scope_keys, rows.len());
         Ok(Self {
             ids,
-            kinds,
+            kinds: rows.iter().map(|r| r.scope.kind).collect(),
             scope_numbers,
             key_ranks,
-            supersedes: (0..rows)
-                .map(|row| records.supersedes(row).map(hashed))
-                .collect(),
-            statuses: facts.iter().map(|f| f.status).collect(),
-            authorities: facts.iter().map(|f| f.authority).collect(),
-            versions: facts.iter().map(|f| f.version).collect(),
-            valid_from: facts.iter().map(|f| f.valid_from).collect(),
-            valid_until: facts.iter().map(|f| f.valid_until).collect(),
-            observed_at: facts.iter().map(|f| f.observed_at).collect(),
+            supersedes: rows.iter().map(|r| r.supersedes.map(hashed)).collect(),
+            statuses: rows.iter().map(|r| r.status).collect(),
+            authorities: rows.iter().map(|r| r.authority).collect(),
+            versions: rows.iter().map(|r| r.version).collect(),
+            valid_from: rows.iter().map(|r| r.valid_from).collect(),
+            valid_until: rows.iter().map(|r| r.valid_until).collect(),
+            observed_at: rows.iter().map(|r| r.observed_at).collect(),
             keys,
             scope_ids: [users, characters, conversations, scenes],
             scopes,
@@ -163,17 +165,12 @@ impl<'a> Store<'a> {
     #[must_use]
     pub fn scope_number(&self, scope: &ScopeRef<'_>) -> Option<u32> {
         let state = text_hasher();
-        let number = |column: usize, text: &str| {
-            self.scope_ids
-                .get(column)
-                .and_then(|values| values.number_of(&Hashed::new(&state, text)))
-        };
-        let numbers = match scope.kind {
-            ScopeKind::User => [number(0, scope.first)?, 0, 0, 0],
-            ScopeKind::Character => [number(0, scope.first)?, number(1, scope.second)?, 0, 0],
-            ScopeKind::Conversation => [0, 0, number(2, scope.first)?, 0],
-            ScopeKind::Scene => [0, 0, number(2, scope.first)?, number(3, scope.second)?],
-        };
+        let mut numbers = [0_u32; 4];
+        for (column, text) in scope.kind.id_columns().iter().zip(scope.fields()) {
+            let slot = usize::from(column.code());
+            let interned = self.scope_ids.get(slot)?;
+            *numbers.get_mut(slot)? = interned.number_of(&Hashed::new(&state, text))?;
+        }
         self.scopes.number_of(scope_key(scope.kind, numbers))
     }
 
@@ -324,7 +321,8 @@ fn resolve_one<'a>(
     include_excluded: bool,
     worker: &mut Worker<'a>,
     out: &mut DecisionChunk,
-) {
+) -> Result<(), Broken> {
+    const OUTSIDE: Broken = Broken("a decided row is outside the store");
     let mut scope_of_kind = [NO_ROW; 4];
     let mut context_tombstones = [None; 4];
     worker.rows.clear();
@@ -354,7 +352,7 @@ fn resolve_one<'a>(
         context.now,
         &mut worker.scratch,
         &mut worker.outcomes,
-    );
+    )?;
 
     // Winners by (scope id, key): the context's scopes ranked once, keys by rank.
     let ranks = scope_ranks(context);
@@ -363,15 +361,14 @@ fn resolve_one<'a>(
     for (&row, outcome) in worker.rows.iter().zip(&worker.outcomes) {
         match outcome {
             None => {
-                let kind = store
-                    .kinds
-                    .get(row as usize)
-                    .copied()
-                    .unwrap_or(ScopeKind::User);
-                let rank = ranks.get(kind as usize).copied().unwrap_or(usize::MAX);
-                let key = store.key_ranks.get(row as usize).copied().unwrap_or(NO_ROW);
-                let order = (u64::try_from(rank).unwrap_or(u64::MAX) << 32) | u64::from(key);
-                worker.active.push((order, row));
+                let kind = *store.kinds.get(row as usize).ok_or(OUTSIDE)?;
+                // A winner is in scope, so the context has a scope of its kind.
+                let rank = ranks
+                    .get(kind as usize)
+                    .and_then(|&rank| u64::try_from(rank).ok())
+                    .ok_or(Broken("a winner's scope is not the context's"))?;
+                let key = *store.key_ranks.get(row as usize).ok_or(OUTSIDE)?;
+                worker.active.push(((rank << 32) | u64::from(key), row));
             }
             Some(Reason::Scope) => {}
             Some(reason) if include_excluded => worker.excluded.push((row, *reason)),
@@ -382,26 +379,27 @@ fn resolve_one<'a>(
     out.rows.extend(worker.active.iter().map(|&(_, row)| row));
     out.outcomes.extend(worker.active.iter().map(|_| None));
     if include_excluded {
-        sort_by_text(&mut worker.excluded, |&(row, _)| {
-            store.id(row).unwrap_or("")
-        });
+        sort_by_text(&mut worker.excluded, |&(row, _)| store.id(row))?;
         out.rows.extend(worker.excluded.iter().map(|&(row, _)| row));
         out.outcomes
             .extend(worker.excluded.iter().map(|&(_, reason)| Some(reason)));
     }
     out.ends.push(out.rows.len());
+    Ok(())
 }
 
 /// Every context's decisions, in context order, in chunks of consecutive
 /// contexts computed in parallel (a few contexts run on the calling thread:
 /// waking the pool would cost more).
-#[must_use]
+///
+/// # Errors
+/// [`Broken`] when the pipeline finds an invariant broken (a bug).
 pub fn resolve_contexts<'a>(
     store: &Store<'a>,
     contexts: &[Context<'_>],
     tombstones: &StoreTombstones,
     include_excluded: bool,
-) -> Vec<DecisionChunk> {
+) -> Result<Vec<DecisionChunk>, Broken> {
     let run = |(chunk, first): (&[Context<'_>], usize), worker: &mut Worker<'a>| {
         let mut out = DecisionChunk {
             contexts: first..first + chunk.len(),
@@ -416,12 +414,12 @@ pub fn resolve_contexts<'a>(
                 include_excluded,
                 worker,
                 &mut out,
-            );
+            )?;
         }
-        out
+        Ok(out)
     };
     if contexts.len() < PARALLEL_FROM {
-        return vec![run((contexts, 0), &mut Worker::default())];
+        return Ok(vec![run((contexts, 0), &mut Worker::default())?]);
     }
     contexts
         .par_chunks(CHUNK)
@@ -438,200 +436,4 @@ const PARALLEL_FROM: usize = 16;
 const CHUNK: usize = 512;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::resolve::{resolve, Record, ScopeRef, TombstoneIndex};
-
-    fn record(id: &'static str, key: &'static str, scope: ScopeRef<'static>) -> Record<'static> {
-        Record {
-            id,
-            key,
-            scope,
-            status: Status::Active,
-            authority: Authority::ModelInferred,
-            version: 1,
-            valid_from: 0,
-            valid_until: None,
-            observed_at: None,
-            supersedes: None,
-        }
-    }
-
-    fn context(user: &'static str, conversation: &'static str) -> Context<'static> {
-        Context {
-            now: 10,
-            user_id: user,
-            character_id: "c",
-            conversation_id: conversation,
-            scene_id: None,
-        }
-    }
-
-    fn store_of(set: &CandidateSet<'static>) -> Store<'static> {
-        match Store::from_candidates(set) {
-            Ok(store) => store,
-            Err(duplicate) => panic!("unexpected {duplicate:?}"),
-        }
-    }
-
-    fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
-        let mut set = CandidateSet::with_capacity(records.len());
-        for r in records {
-            set.push(*r);
-        }
-        set
-    }
-
-    /// Each context's (active ids, excluded (id, reason)).
-    type Listed = Vec<(Vec<String>, Vec<(String, Reason)>)>;
-
-    fn listed(store: &Store<'_>, chunks: &[DecisionChunk]) -> Listed {
-        let name = |row: u32| store.id(row).unwrap_or("?").to_owned();
-        chunks
-            .iter()
-            .flat_map(DecisionChunk::per_context)
-            .map(|(rows, outcomes)| {
-                let mut active = Vec::new();
-                let mut excluded = Vec::new();
-                for (&row, outcome) in rows.iter().zip(outcomes) {
-                    match outcome {
-                        None => active.push(name(row)),
-                        Some(reason) => excluded.push((name(row), *reason)),
-                    }
-                }
-                (active, excluded)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn each_context_sees_only_its_scopes_and_equals_a_single_resolve() {
-        let records = [
-            record("u1-pet", "pet", ScopeRef::user("u1")),
-            record("u2-pet", "pet", ScopeRef::user("u2")),
-            Record {
-                supersedes: Some("u1-pet"),
-                version: 2,
-                ..record("k1-pet", "pet2", ScopeRef::conversation("k1"))
-            },
-            record("k2-x", "x", ScopeRef::conversation("k2")),
-            record("u1-c-x", "x", ScopeRef::character("u1", "c")),
-            Record {
-                supersedes: Some("nobody"),
-                ..record("k1-y", "y", ScopeRef::conversation("k1"))
-            },
-            Record {
-                version: 0,
-                ..record("k1-y-old", "y", ScopeRef::conversation("k1"))
-            },
-        ];
-        let set = set_of(&records);
-        let store = store_of(&set);
-        let contexts: Vec<Context<'static>> =
-            [("u1", "k1"), ("u1", "k2"), ("u2", "k1"), ("u3", "k9")]
-                .iter()
-                .map(|&(user, conversation)| context(user, conversation))
-                .collect();
-        let tombstones = [Tombstone {
-            key: "x",
-            scope: ScopeRef::conversation("k2"),
-            blocks_sources_before: 0,
-        }];
-        let index = TombstoneIndex::new(&tombstones);
-        let batch = listed(
-            &store,
-            &resolve_contexts(
-                &store,
-                &contexts,
-                &store.index_tombstones(&tombstones),
-                true,
-            ),
-        );
-        assert_eq!(batch.len(), contexts.len());
-        for (context, (active, excluded)) in contexts.iter().zip(&batch) {
-            let single = resolve(&set, context, &index);
-            let name = |row: usize| records[row].id.to_owned();
-            let single_active: Vec<String> = single.active.iter().map(|&r| name(r)).collect();
-            let single_excluded: Vec<(String, Reason)> = single
-                .excluded
-                .iter()
-                .filter(|(_, r)| *r != Reason::Scope)
-                .map(|&(row, reason)| (name(row), reason))
-                .collect();
-            assert_eq!(active, &single_active);
-            assert_eq!(excluded, &single_excluded);
-        }
-        // u1 in k1: the conversation's correction hides the user-level record;
-        // "character:u1:c" sorts before "conversation:k1".
-        assert_eq!(batch[0].0, ["u1-c-x", "k1-pet", "k1-y"]);
-        assert_eq!(batch[1].0, ["u1-c-x", "u1-pet"]);
-        assert!(batch[1].1.contains(&("k2-x".to_owned(), Reason::Forgotten)));
-        assert_eq!(batch[3], (vec![], vec![]));
-    }
-
-    #[test]
-    fn without_exclusions_only_winners_are_listed() {
-        let set = set_of(&[
-            record("a", "k", ScopeRef::user("u1")),
-            Record {
-                version: 0,
-                ..record("b", "k", ScopeRef::user("u1"))
-            },
-        ]);
-        let store = store_of(&set);
-        let chunks = resolve_contexts(
-            &store,
-            &[context("u1", "k1")],
-            &StoreTombstones::default(),
-            false,
-        );
-        assert_eq!(listed(&store, &chunks), [(vec!["a".to_owned()], vec![])]);
-    }
-
-    #[test]
-    fn many_contexts_come_back_in_order_across_chunks() {
-        let set = set_of(&[record("a", "k", ScopeRef::user("u1"))]);
-        let store = store_of(&set);
-        let contexts: Vec<Context<'static>> = (0..CHUNK * 2 + 7)
-            .map(|n| context(if n % 3 == 0 { "u1" } else { "u2" }, "k"))
-            .collect();
-        let chunks = resolve_contexts(&store, &contexts, &StoreTombstones::default(), false);
-        let batch = listed(&store, &chunks);
-        assert_eq!(batch.len(), contexts.len());
-        for (n, (active, _)) in batch.iter().enumerate() {
-            assert_eq!(active.len(), usize::from(n % 3 == 0), "context {n}");
-        }
-        let covered: Vec<usize> = chunks.iter().flat_map(|c| c.contexts.clone()).collect();
-        assert_eq!(covered, (0..contexts.len()).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn duplicate_ids_are_refused() {
-        let set = set_of(&[
-            record("a", "k", ScopeRef::user("u1")),
-            record("b", "k", ScopeRef::user("u1")),
-            record("a", "j", ScopeRef::user("u2")),
-        ]);
-        assert_eq!(
-            Store::from_candidates(&set).err(),
-            Some(DuplicateId {
-                earlier: 0,
-                later: 2
-            })
-        );
-    }
-
-    #[test]
-    fn no_contexts_and_no_records() {
-        let store = store_of(&CandidateSet::default());
-        let none = resolve_contexts(&store, &[], &StoreTombstones::default(), true);
-        assert!(listed(&store, &none).is_empty());
-        let one = resolve_contexts(
-            &store,
-            &[context("u", "k")],
-            &StoreTombstones::default(),
-            true,
-        );
-        assert_eq!(listed(&store, &one), [(vec![], vec![])]);
-    }
-}
+mod tests;

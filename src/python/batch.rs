@@ -12,72 +12,46 @@ use arrow_array::types::Int8Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyTable;
 use rayon::prelude::*;
 
-use super::{InternalError, InvalidInputError};
-use crate::arrow_input::{read_contexts, read_records, read_tombstones, InputError, Table};
+use super::errors::invalid_input;
+use crate::arrow_input::{read_contexts, read_records, read_tombstones, Table};
 use crate::batch::{resolve_contexts, DecisionChunk, Store};
-
-/// The values of the `decision` column, by code: `active`, then each reason.
-const DECISIONS: [&str; 6] = [
-    "active",
-    "scope",
-    "status-or-time",
-    "forgotten",
-    "superseded",
-    "lower-precedence",
-];
-
-fn invalid_input(py: Python<'_>, error: &InputError) -> PyErr {
-    let raise = || -> PyResult<PyErr> {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("field", &error.column)?;
-        kwargs.set_item("row", error.row)?;
-        kwargs.set_item("record_id", &error.record_id)?;
-        let exception = py
-            .get_type::<InvalidInputError>()
-            .call((&error.message,), Some(&kwargs))?;
-        Ok(PyErr::from_value(exception))
-    };
-    raise().unwrap_or_else(|failure| failure)
-}
+use crate::error::{Broken, Error, ErrorKind, InputError};
+use crate::model::{decision_code, DECISION_NAMES};
 
 /// Every batch of one input, imported through the Arrow `PyCapsule` interface.
 fn import(input: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
-    let py = input.py();
-    let not_arrow = || {
+    let whole = |kind, message: String| {
+        invalid_input(&InputError {
+            kind,
+            field: what.to_owned(),
+            row: None,
+            record_id: None,
+            message,
+        })
+    };
+    let any: AnyRecordBatch = input.extract().map_err(|_| {
         let got = input
             .get_type()
             .name()
             .map_or_else(|_| "object".to_owned(), |name| name.to_string());
-        invalid_input(
-            py,
-            &InputError {
-                message: format!(
-                    "{what}: expected an Arrow table (an object with __arrow_c_stream__ or \
-                     __arrow_c_array__), got {got}"
-                ),
-                column: what.to_owned(),
-                row: None,
-                record_id: None,
-            },
+        whole(
+            ErrorKind::WrongType,
+            format!(
+                "{what}: expected an Arrow table (an object with __arrow_c_stream__ or \
+                 __arrow_c_array__), got {got}"
+            ),
         )
-    };
-    let any: AnyRecordBatch = input.extract().map_err(|_| not_arrow())?;
+    })?;
     let reader = any.into_reader()?;
     let schema = reader.schema();
     let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|error| {
-        invalid_input(
-            py,
-            &InputError {
-                message: format!("{what}: the Arrow stream failed: {error}"),
-                column: what.to_owned(),
-                row: None,
-                record_id: None,
-            },
+        whole(
+            ErrorKind::Malformed,
+            format!("{what}: the Arrow stream failed: {error}"),
         )
     })?;
     Ok((schema, batches))
@@ -104,7 +78,7 @@ fn output(
     context_ids: &[&str],
     store: &Store<'_>,
     chunk: &DecisionChunk,
-) -> Result<RecordBatch, String> {
+) -> Result<RecordBatch, Broken> {
     let rows = chunk.rows.len();
     let id_bytes: usize = chunk
         .rows
@@ -115,37 +89,34 @@ fn output(
     let mut record_column = StringBuilder::with_capacity(rows, id_bytes);
     let contexts = context_ids
         .get(chunk.contexts.clone())
-        .ok_or("a chunk names contexts outside the input")?;
+        .ok_or(Broken("a chunk names contexts outside the input"))?;
     for (context_id, (decided, _)) in contexts.iter().zip(chunk.per_context()) {
         for &row in decided {
             let id = store
                 .id(row)
-                .ok_or("a decision names a row outside the store")?;
+                .ok_or(Broken("a decision names a row outside the store"))?;
             context_column.append_value(context_id);
             record_column.append_value(id);
         }
     }
-    let codes: Vec<i8> = chunk
+    let codes = chunk
         .outcomes
         .iter()
-        .map(|outcome| outcome.map_or(0, |reason| reason as i8 + 1))
-        .collect();
+        .map(|&outcome| i8::try_from(decision_code(outcome)))
+        .collect::<Result<Vec<i8>, _>>()
+        .map_err(|_| Broken("a decision code does not fit in int8"))?;
     let decision = DictionaryArray::<Int8Type>::try_new(
         Int8Array::from(codes),
-        Arc::new(StringArray::from(DECISIONS.to_vec())),
+        Arc::new(StringArray::from(DECISION_NAMES.to_vec())),
     )
-    .map_err(|error| error.to_string())?;
+    .map_err(|_| Broken("the decision dictionary is invalid"))?;
     let columns: Vec<ArrayRef> = vec![
         Arc::new(context_column.finish()),
         Arc::new(record_column.finish()),
         Arc::new(decision),
     ];
-    RecordBatch::try_new(schema.clone(), columns).map_err(|error| error.to_string())
-}
-
-enum Failure {
-    Input(InputError),
-    Internal(String),
+    RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|_| Broken("an output batch does not match its schema"))
 }
 
 fn run(
@@ -153,31 +124,30 @@ fn run(
     contexts: &Imported,
     tombstones: Option<&Imported>,
     include_excluded: bool,
-) -> Result<Vec<RecordBatch>, Failure> {
+) -> Result<Vec<RecordBatch>, Error> {
     let record_table = Table::new("records", records.0.clone(), &records.1);
-    let store = read_records(&record_table).map_err(Failure::Input)?;
+    let store = read_records(&record_table)?;
     let context_table = Table::new("contexts", contexts.0.clone(), &contexts.1);
-    let (context_ids, targets) = read_contexts(&context_table).map_err(Failure::Input)?;
+    let (context_ids, targets) = read_contexts(&context_table)?;
     let forgets = match tombstones {
         Some((schema, batches)) => {
-            read_tombstones(&Table::new("tombstones", schema.clone(), batches))
-                .map_err(Failure::Input)?
+            read_tombstones(&Table::new("tombstones", schema.clone(), batches))?
         }
         None => Vec::new(),
     };
     let index = store.index_tombstones(&forgets);
-    let chunks = resolve_contexts(&store, &targets, &index, include_excluded);
+    let chunks = resolve_contexts(&store, &targets, &index, include_excluded)?;
     let schema = output_schema();
     let build = |chunk: &DecisionChunk| output(&schema, &context_ids, &store, chunk);
-    let batches: Result<Vec<RecordBatch>, String> = if chunks.len() > 1 {
+    let batches: Result<Vec<RecordBatch>, Broken> = if chunks.len() > 1 {
         chunks.par_iter().map(build).collect()
     } else {
         chunks.iter().map(build).collect()
     };
-    batches.map_err(Failure::Internal)
+    Ok(batches?)
 }
 
-/// Resolves every context over one store of records (SPEC §4).
+/// Resolves every context over one store of records (`docs/spec.md` §4).
 #[pyfunction]
 #[pyo3(signature = (records, contexts, *, tombstones = None, include_excluded = false))]
 pub(crate) fn resolve_batch<'py>(
@@ -191,20 +161,12 @@ pub(crate) fn resolve_batch<'py>(
     let contexts = import(contexts, "contexts")?;
     let tombstones = tombstones.map(|t| import(t, "tombstones")).transpose()?;
     // Arrow's own code runs here too: a panic in it must not escape as
-    // PanicException (SPEC §5), so it is caught and reported as a bug.
+    // PanicException (`docs/spec.md` §5), so it is caught and reported as a bug.
     let result = py.detach(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(&records, &contexts, tombstones.as_ref(), include_excluded)
         }))
-        .unwrap_or_else(|_| {
-            Err(Failure::Internal(
-                "a panic in the batch resolver".to_owned(),
-            ))
-        })
+        .unwrap_or_else(|_| Err(Broken("a panic in the batch resolver").into()))
     });
-    match result {
-        Ok(batches) => PyTable::try_new(batches, output_schema())?.into_pyarrow(py),
-        Err(Failure::Input(error)) => Err(invalid_input(py, &error)),
-        Err(Failure::Internal(message)) => Err(InternalError::new_err(message)),
-    }
+    PyTable::try_new(result?, output_schema())?.into_pyarrow(py)
 }

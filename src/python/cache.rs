@@ -4,9 +4,9 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyString, PyTuple};
 
-use crate::model::ScopeKind;
+use crate::model::{IdColumn, ScopeKind};
 
 /// Everything looked up in the `memresolve` package, once.
 pub(crate) struct Package {
@@ -26,6 +26,8 @@ pub(crate) struct Package {
     pub check_tombstone_scope: Py<PyAny>,
     /// `_records.duplicate_id_error(record_id, earlier, row)`.
     pub duplicate_id_error: Py<PyAny>,
+    /// The interned names of the scope id attributes, by `IdColumn` code.
+    pub id_column_names: [Py<PyString>; 4],
     /// `datetime.timezone.utc`.
     pub utc: Py<PyAny>,
     /// `()`, the default of `source_message_ids`.
@@ -64,6 +66,8 @@ impl Package {
             native_core_of: records.getattr("native_core_of")?.unbind(),
             check_tombstone_scope: records.getattr("check_tombstone_scope")?.unbind(),
             duplicate_id_error: records.getattr("duplicate_id_error")?.unbind(),
+            id_column_names: IdColumn::ALL
+                .map(|column| PyString::intern(py, column.name()).unbind()),
             utc: py
                 .import("datetime")?
                 .getattr("timezone")?
@@ -76,6 +80,22 @@ impl Package {
     /// The package's objects, loaded on first use.
     pub(crate) fn get(py: Python<'_>) -> PyResult<&'static Self> {
         PACKAGE.get_or_try_init(py, || Self::load(py))
+    }
+
+    /// The attribute name of a scope id column.
+    pub(crate) fn id_column_name<'py>(
+        &self,
+        py: Python<'py>,
+        column: IdColumn,
+    ) -> &Bound<'py, PyString> {
+        let [user, character, conversation, scene] = &self.id_column_names;
+        match column {
+            IdColumn::UserId => user,
+            IdColumn::CharacterId => character,
+            IdColumn::ConversationId => conversation,
+            IdColumn::SceneId => scene,
+        }
+        .bind(py)
     }
 
     /// The kind of a scope object of one of the four exact scope classes.

@@ -83,38 +83,19 @@ pub(crate) fn scope_fields(
     package: &Package,
     scope: &Bound<'_, PyAny>,
 ) -> PyResult<Option<(ScopeKind, String, String)>> {
-    let py = scope.py();
     let Some(kind) = package.scope_kind(scope) else {
         return Ok(None);
     };
-    let (first, second) = match kind {
-        ScopeKind::User => (pyo3::intern!(py, "user_id"), None),
-        ScopeKind::Character => (
-            pyo3::intern!(py, "user_id"),
-            Some(pyo3::intern!(py, "character_id")),
-        ),
-        ScopeKind::Conversation => (pyo3::intern!(py, "conversation_id"), None),
-        ScopeKind::Scene => (
-            pyo3::intern!(py, "conversation_id"),
-            Some(pyo3::intern!(py, "scene_id")),
-        ),
-    };
-    let read = |name: &Bound<'_, PyString>| -> PyResult<Option<String>> {
+    let mut fields = [String::new(), String::new()];
+    for (slot, column) in fields.iter_mut().zip(kind.id_columns()) {
+        let name = package.id_column_name(scope.py(), *column);
         let value = scope.getattr(name)?;
-        Ok(exact_text(&value)
-            .filter(|text| !text.is_empty())
-            .map(str::to_owned))
-    };
-    let Some(first) = read(first)? else {
-        return Ok(None);
-    };
-    let second = match second {
-        Some(name) => match read(name)? {
-            Some(text) => text,
-            None => return Ok(None),
-        },
-        None => String::new(),
-    };
+        match exact_text(&value) {
+            Some(text) if !text.is_empty() => text.clone_into(slot),
+            _ => return Ok(None),
+        }
+    }
+    let [first, second] = fields;
     Ok(Some((kind, first, second)))
 }
 

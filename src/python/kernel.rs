@@ -228,7 +228,8 @@ pub(crate) fn resolve_rows<'py>(
         py.detach(run)
     } else {
         run()
-    };
+    }
+    .map_err(super::errors::internal)?;
 
     check_partition(&resolution, candidates.len())?;
     let winners = resolution

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 mod batch;
 mod cache;
 mod convert;
+mod errors;
 mod kernel;
 mod record;
 
@@ -21,10 +22,22 @@ mod record;
 pyo3::import_exception!(memresolve.errors, InvalidInputError);
 pyo3::import_exception!(memresolve.errors, InternalError);
 
+/// An `InvalidInputError` of `kind` about `field` (no row, no record).
+fn invalid_input(kind: crate::error::ErrorKind, field: &str, message: String) -> PyErr {
+    errors::invalid_input(&crate::error::InputError {
+        kind,
+        field: field.to_owned(),
+        row: None,
+        record_id: None,
+        message,
+    })
+}
+
 #[pymodule(gil_used = false)]
 mod _native {
     use super::PyResult;
-    use crate::model;
+    use crate::error::ErrorKind;
+    use crate::model::{self, Vocabulary};
     use pyo3::prelude::pyfunction;
 
     /// Version of the crate; the Python package refuses a stale build.
@@ -44,33 +57,52 @@ mod _native {
     #[pymodule_export]
     const RESOLVER_VERSION: &str = model::RESOLVER_VERSION;
 
+    // The code tables, exported so that a test compares them with the
+    // Python package's, entry by entry.
     #[pymodule_export]
-    const SCOPE_KIND_NAMES: [&str; 4] = model::SCOPE_KIND_NAMES;
+    const SCOPE_KIND_NAMES: &[&str] = <model::ScopeKind as Vocabulary>::NAMES;
 
     #[pymodule_export]
-    const STATUS_NAMES: [&str; 4] = model::STATUS_NAMES;
+    const ID_COLUMN_NAMES: &[&str] = <model::IdColumn as Vocabulary>::NAMES;
 
     #[pymodule_export]
-    const AUTHORITY_NAMES: [&str; 4] = model::AUTHORITY_NAMES;
+    const STATUS_NAMES: &[&str] = <model::Status as Vocabulary>::NAMES;
 
     #[pymodule_export]
-    const REASON_NAMES: [&str; 5] = model::REASON_NAMES;
+    const AUTHORITY_NAMES: &[&str] = <model::Authority as Vocabulary>::NAMES;
+
+    #[pymodule_export]
+    const REASON_NAMES: &[&str] = <model::Reason as Vocabulary>::NAMES;
+
+    #[pymodule_export]
+    const DECISION_NAMES: [&str; 6] = model::DECISION_NAMES;
+
+    #[pymodule_export]
+    const ERROR_KIND_NAMES: &[&str] = <crate::error::ErrorKind as Vocabulary>::NAMES;
+
+    /// The id columns each scope kind is made of, by kind code.
+    #[pyfunction]
+    fn scope_id_columns() -> Vec<Vec<&'static str>> {
+        model::ScopeKind::ALL
+            .iter()
+            .map(|kind| kind.id_columns().iter().map(|c| c.name()).collect())
+            .collect()
+    }
 
     /// The canonical scope identifier, computed by the Rust core.
     #[pyfunction]
     #[allow(clippy::needless_pass_by_value)] // PyO3 extracts arguments as owned values.
     fn scope_id(kind: &str, fields: Vec<String>) -> PyResult<String> {
-        let kind = match kind {
-            "user" => model::ScopeKind::User,
-            "character" => model::ScopeKind::Character,
-            "conversation" => model::ScopeKind::Conversation,
-            "scene" => model::ScopeKind::Scene,
-            other => {
-                return Err(super::InvalidInputError::new_err(format!(
-                    "unknown scope kind {other:?}; expected user, character, conversation or scene"
-                )))
-            }
-        };
+        let kind: model::ScopeKind = kind.parse().map_err(|_| {
+            super::invalid_input(
+                ErrorKind::UnknownValue,
+                "kind",
+                format!(
+                    "unknown scope kind {kind:?}; expected one of {}",
+                    <model::ScopeKind as Vocabulary>::NAMES.join(", ")
+                ),
+            )
+        })?;
         let borrowed: Vec<&str> = fields.iter().map(String::as_str).collect();
         Ok(model::scope_id(kind, &borrowed))
     }

@@ -16,7 +16,7 @@ use pyo3::types::{PyFloat, PyInt, PyTuple};
 use super::cache::Package;
 use super::convert::{exact_text, normalized_datetime_micros, scope_fields, utc_datetime_micros};
 use super::{InternalError, InvalidInputError};
-use crate::model::{Authority, ScopeKind, Status, AUTHORITY_NAMES, STATUS_NAMES};
+use crate::model::{Authority, ScopeKind, Status, Vocabulary};
 use crate::resolve::{Record, ScopeRef};
 
 /// What the resolver reads, owned by the record. The record's strings share
@@ -201,7 +201,7 @@ impl<'py> Checker<'py> {
         field: &str,
         value: &Bound<'py, PyAny>,
         members: &'static [Py<PyAny>; 4],
-        names: &[&str; 4],
+        names: &[&str],
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         let find = |value: &Bound<'py, PyAny>| members.iter().position(|member| value.is(member));
         if let Some(code) = find(value) {
@@ -291,24 +291,12 @@ impl<'py> Checker<'py> {
     }
 }
 
-fn status_of(code: usize) -> PyResult<Status> {
-    match code {
-        0 => Ok(Status::Active),
-        1 => Ok(Status::Superseded),
-        2 => Ok(Status::Expired),
-        3 => Ok(Status::Forgotten),
-        _ => Err(broken_rule("status")),
-    }
-}
-
-fn authority_of(code: usize) -> PyResult<Authority> {
-    match code {
-        0 => Ok(Authority::ModelInferred),
-        1 => Ok(Authority::RuleExtracted),
-        2 => Ok(Authority::UserConfirmed),
-        3 => Ok(Authority::UserCorrected),
-        _ => Err(broken_rule("authority")),
-    }
+/// The entry of a vocabulary with the code a rule's member has.
+fn entry<V: Vocabulary>(code: usize, field: &str) -> PyResult<V> {
+    u8::try_from(code)
+        .ok()
+        .and_then(V::from_code)
+        .ok_or_else(|| broken_rule(field))
 }
 
 /// The native storage of a memory record (private: build `memresolve.MemoryRecord`).
@@ -359,19 +347,19 @@ impl RecordCore {
             package: Package::get(py)?,
             record_id: None,
         };
-        // The order of SPEC §1's table and of the reference: the first bad field is reported.
+        // The field order of `docs/spec.md` §1.3 and of the reference: the first bad field is reported.
         let id_object = checker.text("id", &id)?;
         checker.record_id = Some(id_object.clone());
         let key_object = checker.text("key", &key)?;
         let value_object = checker.any_text("value", &value)?;
         let (scope_object, (scope_kind, scope_first, scope_second)) = checker.scope(&scope)?;
         let (status_object, status_code) =
-            checker.member("status", &status, &checker.package.statuses, &STATUS_NAMES)?;
+            checker.member("status", &status, &checker.package.statuses, Status::NAMES)?;
         let (authority_object, authority_code) = checker.member(
             "authority",
             &authority,
             &checker.package.authorities,
-            &AUTHORITY_NAMES,
+            Authority::NAMES,
         )?;
         let confidence_object = checker.confidence(&confidence)?;
         let (valid_from_object, valid_from_micros) = checker.instant("valid_from", &valid_from)?;
@@ -399,8 +387,8 @@ impl RecordCore {
                 ends,
                 has_supersedes: supersedes_text.is_some(),
                 scope_kind,
-                status: status_of(status_code)?,
-                authority: authority_of(authority_code)?,
+                status: entry(status_code, "status")?,
+                authority: entry(authority_code, "authority")?,
                 version: version_number,
                 valid_from: valid_from_micros,
                 valid_until: valid_until_micros,

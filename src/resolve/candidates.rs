@@ -1,12 +1,11 @@
 //! The input of one resolution, columnar: one `Vec` per field, strings
 //! borrowed from whoever owns the records (Python objects, Arrow buffers),
-//! instants as `i64` microseconds since the Unix epoch, UTC (`SPEC.md` §1).
+//! instants as `i64` microseconds since the Unix epoch, UTC (`docs/spec.md` §1.6).
 
-use super::view::Facts;
 use crate::model::{Authority, ScopeKind, Status};
 
 /// A scope, borrowed: its kind and up to two ids. One-field kinds keep `""` in
-/// `second`, so derived equality and hashing are structural (`SPEC.md` §1).
+/// `second`, so derived equality and hashing are structural (`docs/spec.md` §1.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ScopeRef<'a> {
     pub kind: ScopeKind,
@@ -56,6 +55,17 @@ impl<'a> ScopeRef<'a> {
         let two_fields = matches!(self.kind, ScopeKind::Character | ScopeKind::Scene);
         std::iter::once(self.first).chain(two_fields.then_some(self.second))
     }
+}
+
+/// A candidate's fields that rules compare, identity aside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Facts {
+    pub status: Status,
+    pub authority: Authority,
+    pub version: i64,
+    pub valid_from: i64,
+    pub valid_until: Option<i64>,
+    pub observed_at: Option<i64>,
 }
 
 /// One candidate, as the pipeline reads it.

@@ -1,4 +1,4 @@
-//! The resolution pipeline of `SPEC.md` §2, one module per stage.
+//! The resolution pipeline of `docs/spec.md` §2, one module per stage.
 //!
 //! [`decide`] gives each candidate its outcome (the first stage that excludes
 //! it, or `None` for a winner); [`resolve`] adds the canonical output order.
@@ -16,10 +16,11 @@ pub mod supersede;
 pub mod time;
 pub mod view;
 
-pub use candidates::{CandidateSet, Context, Record, ScopeRef, Tombstone};
+pub use candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Tombstone};
 pub use forget::{ContextTombstones, TombstoneIndex};
-pub use view::{Candidates, ContextCandidates, Facts};
+pub use view::{Candidates, ContextCandidates};
 
+use crate::error::Broken;
 use crate::model::{Reason, ScopeKind};
 
 /// The decision for one context: rows of the candidate set.
@@ -61,12 +62,17 @@ impl<I: Eq + std::hash::Hash, K> Default for Scratch<I, K> {
 /// Each candidate's outcome, by position, into `outcomes` (cleared first):
 /// the reason of the first stage that excludes it, or `None` for the winner
 /// of its (scope, key) group.
+///
+/// # Errors
+/// [`Broken`] when `candidates` does not hold a position below its `len`:
+/// a bug in the view, never a property of the input.
 pub fn decide_into<C: Candidates>(
     candidates: &C,
     now: i64,
     scratch: &mut Scratch<C::Id, C::Key>,
     outcomes: &mut Vec<Option<Reason>>,
-) {
+) -> Result<(), Broken> {
+    const MISSING: Broken = Broken("a candidate view lacks a position below its length");
     outcomes.clear();
     outcomes.reserve(candidates.len());
     let hidden = &mut scratch.hidden;
@@ -77,11 +83,11 @@ pub fn decide_into<C: Candidates>(
     survivors.clear();
     // Stages 1-3, and the supersession edges (which depend on scope and time only).
     for index in 0..candidates.len() {
-        let (Some(kind), Some(facts)) = (candidates.kind_in_scope(index), candidates.facts(index))
-        else {
+        let Some(kind) = candidates.kind_in_scope(index) else {
             outcomes.push(Some(Reason::Scope));
             continue;
         };
+        let facts = candidates.facts(index).ok_or(MISSING)?;
         let in_interval = time::in_validity_interval(facts.valid_from, facts.valid_until, now);
         if let Some(target) = candidates.supersedes(index) {
             if supersede::bears_edge(in_interval, facts.status) {
@@ -90,7 +96,8 @@ pub fn decide_into<C: Candidates>(
         }
         let outcome = if time::excluded_by_status_or_time(in_interval, facts.status) {
             Some(Reason::StatusOrTime)
-        } else if let Some(key) = candidates.key(index) {
+        } else {
+            let key = candidates.key(index).ok_or(MISSING)?;
             let blocked = forget::blocked(
                 candidates.forget_bound(kind, key),
                 forget::evidence_time(facts.valid_from, facts.observed_at),
@@ -101,48 +108,50 @@ pub fn decide_into<C: Candidates>(
                 survivors.push((index, kind, key));
                 None
             }
-        } else {
-            Some(Reason::Scope)
         };
         outcomes.push(outcome);
     }
     // Stage 4, once every edge is known.
     if !hidden.is_empty() {
         for (index, outcome) in outcomes.iter_mut().enumerate() {
-            if outcome.is_none() && candidates.id(index).is_some_and(|id| hidden.contains(&id)) {
+            if outcome.is_none() && hidden.contains(&candidates.id(index).ok_or(MISSING)?) {
                 *outcome = Some(Reason::Superseded);
             }
         }
     }
-    precedence::exclude_losers(candidates, survivors, outcomes, &mut scratch.best);
+    precedence::exclude_losers(candidates, survivors, outcomes, &mut scratch.best)
 }
 
 /// Each candidate's outcome, by row (see [`decide_into`]).
-#[must_use]
+///
+/// # Errors
+/// [`Broken`], as [`decide_into`].
 pub fn decide(
     candidates: &CandidateSet<'_>,
     context: &Context<'_>,
     tombstones: &TombstoneIndex<'_>,
-) -> Vec<Option<Reason>> {
+) -> Result<Vec<Option<Reason>>, Broken> {
     let mut outcomes = Vec::new();
     decide_into(
         &ContextCandidates::new(candidates, context, tombstones),
         context.now,
         &mut Scratch::default(),
         &mut outcomes,
-    );
-    outcomes
+    )?;
+    Ok(outcomes)
 }
 
 /// [`decide`], then the canonical order: winners by (scope id, key),
 /// exclusions by id.
-#[must_use]
+///
+/// # Errors
+/// [`Broken`], as [`decide_into`].
 pub fn resolve(
     candidates: &CandidateSet<'_>,
     context: &Context<'_>,
     tombstones: &TombstoneIndex<'_>,
-) -> Resolution {
-    let outcomes = decide(candidates, context, tombstones);
+) -> Result<Resolution, Broken> {
+    let outcomes = decide(candidates, context, tombstones)?;
     let mut active = Vec::new();
     let mut excluded = Vec::with_capacity(outcomes.len());
     for (row, outcome) in outcomes.into_iter().enumerate() {
@@ -151,9 +160,9 @@ pub fn resolve(
             Some(reason) => excluded.push((row, reason)),
         }
     }
-    order::sort_active(candidates, context, &mut active);
-    order::sort_excluded(candidates, &mut excluded);
-    Resolution { active, excluded }
+    order::sort_active(candidates, context, &mut active)?;
+    order::sort_excluded(candidates, &mut excluded)?;
+    Ok(Resolution { active, excluded })
 }
 
 #[cfg(test)]

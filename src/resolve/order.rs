@@ -1,10 +1,11 @@
-//! The canonical output order (`SPEC.md` §2): winners by (scope id, key),
+//! The canonical output order (`docs/spec.md` §2.6): winners by (scope id, key),
 //! exclusions by id, all by code point. Scope ids are compared as the escaped
 //! strings they denote, without building them.
 
 use std::cmp::Ordering;
 
 use super::candidates::{CandidateSet, Context, ScopeRef};
+use crate::error::Broken;
 use crate::model::{Reason, ScopeKind};
 
 /// Compares two scopes by their canonical ids.
@@ -85,17 +86,30 @@ pub fn scope_ranks(context: &Context<'_>) -> [usize; 4] {
 }
 
 /// Sorts winner rows by (scope id, key).
-pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &mut [usize]) {
+///
+/// # Errors
+/// [`Broken`] when a row is not a candidate of the context's kinds (a bug).
+pub fn sort_active(
+    candidates: &CandidateSet<'_>,
+    context: &Context<'_>,
+    rows: &mut [usize],
+) -> Result<(), Broken> {
     let rank_of_kind = scope_ranks(context);
     // Gathered once, so comparisons read small tuples, not the columns.
-    let mut keyed: Vec<(usize, u128, &str, usize)> = rows
-        .iter()
-        .filter_map(|&row| {
-            let record = candidates.get(row)?;
-            let rank = rank_of_kind.get(record.scope.kind as usize).copied()?;
-            Some((rank, prefix(record.key), record.key, row))
-        })
-        .collect();
+    let mut keyed: Vec<(usize, u128, &str, usize)> = Vec::with_capacity(rows.len());
+    for &row in rows.iter() {
+        let (kind, key) = candidates
+            .scopes()
+            .get(row)
+            .zip(candidates.keys().get(row))
+            .map(|(scope, key)| (scope.kind, *key))
+            .ok_or(Broken("a winner row is not a candidate"))?;
+        let rank = rank_of_kind
+            .get(kind as usize)
+            .copied()
+            .unwrap_or(usize::MAX);
+        keyed.push((rank, prefix(key), key, row));
+    }
     keyed.sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)
             .then_with(|| compare_text((a.1, a.2), (b.1, b.2)))
@@ -103,27 +117,39 @@ pub fn sort_active(candidates: &CandidateSet<'_>, context: &Context<'_>, rows: &
     for (slot, entry) in rows.iter_mut().zip(keyed) {
         *slot = entry.3;
     }
+    Ok(())
 }
 
 /// Sorts excluded rows by id.
-pub fn sort_excluded(candidates: &CandidateSet<'_>, rows: &mut [(usize, Reason)]) {
+///
+/// # Errors
+/// [`Broken`] when a row is not a candidate (a bug).
+pub fn sort_excluded(
+    candidates: &CandidateSet<'_>,
+    rows: &mut [(usize, Reason)],
+) -> Result<(), Broken> {
     let ids = candidates.ids();
-    sort_by_text(rows, |&(row, _)| ids.get(row).copied().unwrap_or(""));
+    sort_by_text(rows, |&(row, _)| ids.get(row).copied())
 }
 
 /// Sorts `items` by the string each one names, by code point.
-pub fn sort_by_text<'t, T: Copy>(items: &mut [T], text_of: impl Fn(&T) -> &'t str) {
-    let mut keyed: Vec<(u128, &str, T)> = items
-        .iter()
-        .map(|item| {
-            let text = text_of(item);
-            (prefix(text), text, *item)
-        })
-        .collect();
+///
+/// # Errors
+/// [`Broken`] when `text_of` names no string for an item (a bug).
+pub fn sort_by_text<'t, T: Copy>(
+    items: &mut [T],
+    text_of: impl Fn(&T) -> Option<&'t str>,
+) -> Result<(), Broken> {
+    let mut keyed: Vec<(u128, &str, T)> = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        let text = text_of(item).ok_or(Broken("an item to sort names no string"))?;
+        keyed.push((prefix(text), text, *item));
+    }
     keyed.sort_unstable_by(|a, b| compare_text((a.0, a.1), (b.0, b.1)));
     for (slot, (_, _, item)) in items.iter_mut().zip(keyed) {
         *slot = item;
     }
+    Ok(())
 }
 
 #[cfg(test)]

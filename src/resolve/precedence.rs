@@ -7,8 +7,10 @@
 
 use std::cmp::Ordering;
 
+use super::candidates::Facts;
 use super::hash::{map_with_capacity, Map};
-use super::view::{Candidates, Facts};
+use super::view::Candidates;
+use crate::error::Broken;
 use crate::model::{Reason, ScopeKind};
 
 /// The precedence order: `Less` means `a` comes first (wins). Total when ids
@@ -44,23 +46,26 @@ impl<K> Default for BestOfGroups<K> {
 /// candidates that passed stages 1-3 with their (scope kind, key) group (in
 /// scope, their scope is the context's scope of their kind, so (kind, key)
 /// names the group); those excluded since are skipped. `best` is scratch space.
+///
+/// # Errors
+/// [`Broken`] when a survivor has no outcome slot or no facts (a bug).
 pub fn exclude_losers<C: Candidates>(
     candidates: &C,
     survivors: &[(usize, ScopeKind, C::Key)],
     outcomes: &mut [Option<Reason>],
     groups: &mut BestOfGroups<C::Key>,
-) {
+) -> Result<(), Broken> {
+    const MISSING: Broken = Broken("a survivor has no outcome or no facts");
     let BestOfGroups { slots, best } = groups;
     slots.clear();
     slots.reserve(survivors.len());
     best.clear();
     for &(index, kind, key) in survivors {
-        let Some(outcome) = outcomes.get_mut(index) else {
-            continue;
-        };
-        let (None, Some(facts)) = (*outcome, candidates.facts(index)) else {
-            continue;
-        };
+        let outcome = outcomes.get_mut(index).ok_or(MISSING)?;
+        if outcome.is_some() {
+            continue; // excluded at stage 4 since
+        }
+        let facts = candidates.facts(index).ok_or(MISSING)?;
         // Every survivor loses unless it is its group's best at the end.
         *outcome = Some(Reason::LowerPrecedence);
         let slot = *slots.entry((kind, key)).or_insert_with(|| {
@@ -76,10 +81,9 @@ pub fn exclude_losers<C: Candidates>(
         }
     }
     for &(index, _) in best.iter() {
-        if let Some(outcome) = outcomes.get_mut(index) {
-            *outcome = None;
-        }
+        *outcomes.get_mut(index).ok_or(MISSING)? = None;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -179,12 +183,13 @@ mod tests {
             .into_iter()
             .map(|row| (row, ScopeKind::User, set.keys()[row]))
             .collect();
-        exclude_losers(
+        let done = exclude_losers(
             &view,
             &survivors,
             &mut outcomes,
             &mut BestOfGroups::default(),
         );
+        assert_eq!(done, Ok(()));
         assert_eq!(
             outcomes,
             [

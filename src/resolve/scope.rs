@@ -1,4 +1,4 @@
-//! Stage 1, `scope`: is a record's scope visible in the context (`SPEC.md` §1)?
+//! Stage 1, `scope`: is a record's scope visible in the context (`docs/spec.md` §2.1)?
 
 use super::candidates::{Context, ScopeRef};
 use crate::model::ScopeKind;

@@ -1,7 +1,7 @@
 //! Stage 4, `superseded`: a record whose id is the `supersedes` of some
 //! edge-bearing record. An edge is borne by every in-scope record inside its
 //! validity interval whose stored status is not `expired`, even one excluded
-//! at stage 2 or 3 (`SPEC.md` §2 and §3).
+//! at stage 2 or 3 (`docs/spec.md` §2.4 and §3).
 //!
 //! Membership in the set of named ids is the whole rule: a cycle of
 //! edge-bearing records names every member, a self-edge names itself, and a

@@ -31,6 +31,14 @@ fn record(id: &'static str, key: &'static str) -> Record<'static> {
     }
 }
 
+/// The value of a pipeline call that must succeed.
+fn ok<T>(result: Result<T, crate::error::Broken>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(broken) => panic!("{broken}"),
+    }
+}
+
 fn run(
     records: &[Record<'static>],
     tombstones: &[Tombstone<'static>],
@@ -40,7 +48,7 @@ fn run(
         set.push(*record);
     }
     let index = TombstoneIndex::new(tombstones);
-    let outcomes = decide(&set, &context(), &index);
+    let outcomes = ok(decide(&set, &context(), &index));
     records.iter().map(|r| r.id).zip(outcomes).collect()
 }
 
@@ -274,7 +282,7 @@ fn resolve_orders_winners_by_scope_id_then_key_and_exclusions_by_id() {
     for r in records {
         set.push(r);
     }
-    let result = resolve(&set, &context(), &TombstoneIndex::default());
+    let result = ok(resolve(&set, &context(), &TombstoneIndex::default()));
     let active: Vec<_> = result
         .active
         .iter()
@@ -297,11 +305,11 @@ fn resolve_orders_winners_by_scope_id_then_key_and_exclusions_by_id() {
 
 #[test]
 fn empty_input_resolves_to_nothing() {
-    let result = resolve(
+    let result = ok(resolve(
         &CandidateSet::default(),
         &context(),
         &TombstoneIndex::default(),
-    );
+    ));
     assert_eq!(result, Resolution::default());
 }
 
@@ -312,7 +320,7 @@ fn duplicate_ids_are_found_and_never_panic() {
     set.push(record("b", "k"));
     set.push(record("a", "k"));
     assert_eq!(set.first_duplicate_id(), Some((0, 2)));
-    let result = resolve(&set, &context(), &TombstoneIndex::default());
+    let result = ok(resolve(&set, &context(), &TombstoneIndex::default()));
     assert_eq!(result.active.len() + result.excluded.len(), 3);
 }
 
@@ -364,7 +372,7 @@ fn results_do_not_depend_on_input_order() {
                 set.push(*r);
             }
         }
-        let result = resolve(&set, &context(), &TombstoneIndex::default());
+        let result = ok(resolve(&set, &context(), &TombstoneIndex::default()));
         let active: Vec<_> = result
             .active
             .iter()

@@ -11,21 +11,10 @@
 use std::cmp::Ordering;
 use std::hash::Hash;
 
-use super::candidates::{CandidateSet, Context};
+use super::candidates::{CandidateSet, Context, Facts};
 use super::forget::{ContextTombstones, TombstoneIndex};
 use super::scope;
-use crate::model::{Authority, ScopeKind, Status};
-
-/// A candidate's fields that rules compare, identity aside.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Facts {
-    pub status: Status,
-    pub authority: Authority,
-    pub version: i64,
-    pub valid_from: i64,
-    pub valid_until: Option<i64>,
-    pub observed_at: Option<i64>,
-}
+use crate::model::ScopeKind;
 
 /// One context's candidates, by position `0..len()`.
 pub trait Candidates {

@@ -1,6 +1,6 @@
 """The batch job written the best ways we know in Polars (lazy) and in DuckDB SQL.
 
-Both implement SPEC §2 for every context exactly (the benchmark checks their
+Both implement ``docs/spec.md`` §2 for every context exactly (the benchmark checks their
 rows against ``resolve_batch`` before timing them): candidates are the records
 of the context's four scopes (one equi-join per scope kind), edges come from
 in-scope records inside their interval and not stored ``expired``, tombstones

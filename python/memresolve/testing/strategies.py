@@ -1,27 +1,12 @@
 """Hypothesis strategies for memresolve inputs, built to provoke collisions.
 
-A product feature, not only our test helper: point these at your own storage
-layer (write a scenario, read it back, resolve) and compare with
-``memresolve.reference``. Requires ``hypothesis`` (``pip install memresolve[testing]``).
-
 Everything is drawn from small pools so that ids, keys and scopes collide:
 ids over an alphabet that includes ``:`` and ``%`` (the characters the scope
 id escapes) and a non-BMP character, instants clustered on ``now`` (equal,
 one microsecond either side, a day either side) and expressed in several UTC
 offsets, equal versions and authorities, supersession chains, cycles,
 self-references and dangling edges, contexts with and without a scene.
-
-Example::
-
-    from hypothesis import given
-    from memresolve.testing import scenarios
-
-    @given(scenarios())
-    def test_my_store_round_trips(scenario):
-        store.save(scenario.records)
-        loaded = store.load()
-        expected = mr.reference.resolve(scenario.records, scenario.context)
-        assert mr.resolve(loaded, scenario.context) == expected
+Requires ``hypothesis`` (``pip install 'memresolve[testing]'``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,73 @@
+"""One call of ``resolve``: check its arguments, run a kernel, wrap the kernel's answer.
+
+Shared by the facade (``memresolve.resolve``, whatever backend is selected)
+and the reference's own ``resolve``; it imports no backend, so neither of
+them imports the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._result import RawResolution, Resolution
+from memresolve.errors import ErrorKind, InternalError, InvalidInputError
+
+__all__ = ["ResolveRows", "checked_tombstones", "resolve_with"]
+
+#: A kernel's ``resolve_rows``: candidates not checked yet (the kernel rejects
+#: a non-record and a repeated id), the context and tombstones checked.
+ResolveRows = Callable[
+    [tuple[object, ...], RetrievalContext, tuple[ForgetTombstone, ...]], RawResolution
+]
+
+
+def resolve_with(
+    resolve_rows: ResolveRows,
+    records: Iterable[MemoryRecord],
+    context: RetrievalContext,
+    tombstones: Iterable[ForgetTombstone] | None,
+) -> Resolution:
+    """``memresolve.resolve`` run by the kernel function ``resolve_rows``."""
+    if isinstance(records, str | bytes) or not isinstance(records, Iterable):
+        raise InvalidInputError(
+            f"records: expected an iterable of MemoryRecord, got {type(records).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="records",
+        )
+    rows = tuple(records)  # each kernel checks that these are records with unique ids
+    if not isinstance(context, RetrievalContext):
+        raise InvalidInputError(
+            f"context: expected a RetrievalContext, got {type(context).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="context",
+        )
+    raw = resolve_rows(rows, context, checked_tombstones(tombstones))
+    if len(raw.active) + len(raw.excluded_codes) != len(rows) or len(raw.excluded_rows) != len(
+        raw.excluded_codes
+    ):
+        raise InternalError("the backend did not account for every candidate exactly once")
+    return Resolution.from_raw(rows, raw)
+
+
+def checked_tombstones(
+    tombstones: Iterable[ForgetTombstone] | None,
+) -> tuple[ForgetTombstone, ...]:
+    """The tombstones of a call as a tuple; ``None`` means none (as in the batch form)."""
+    if tombstones is None:
+        return ()
+    if isinstance(tombstones, str | bytes) or not isinstance(tombstones, Iterable):
+        raise InvalidInputError(
+            f"tombstones: expected an iterable of ForgetTombstone, got {type(tombstones).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="tombstones",
+        )
+    rows = tuple(tombstones)
+    for row, tombstone in enumerate(rows):
+        if not isinstance(tombstone, ForgetTombstone):
+            raise InvalidInputError(
+                f"tombstones[{row}]: expected a ForgetTombstone, got {type(tombstone).__name__}",
+                kind=ErrorKind.WRONG_TYPE,
+                field="tombstones",
+            )
+    return rows

@@ -1,0 +1,102 @@
+"""The kernels of the two backends, and the ones ``_backend`` chose for this process.
+
+A kernel provides ``resolve_rows`` (see ``memresolve._call``); a batch
+resolver provides ``resolve_batch``. Tests and benchmarks take either
+backend's by name; the facade uses ``SELECTED`` and ``SELECTED_BATCH``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+from memresolve import _backend, _native_loader, reference
+from memresolve._records import ForgetTombstone, RetrievalContext
+from memresolve._result import RawResolution
+from memresolve.errors import BackendUnavailableError
+
+__all__ = [
+    "SELECTED",
+    "SELECTED_BATCH",
+    "BatchResolver",
+    "Kernel",
+    "NativeKernel",
+    "get_backend",
+    "get_batch_resolver",
+]
+
+
+class Kernel(Protocol):
+    """What a backend provides to resolve one call.
+
+    ``records`` are not checked yet: the kernel rejects a candidate that is not
+    a ``MemoryRecord``, and two that share an id, with the errors of
+    ``memresolve._records`` (``not_a_record_error``, ``duplicate_id_error``).
+    The context and tombstones arrive checked.
+    """
+
+    @property
+    def NAME(self) -> str: ...
+
+    def resolve_rows(
+        self,
+        records: tuple[object, ...],
+        context: RetrievalContext,
+        tombstones: tuple[ForgetTombstone, ...],
+    ) -> RawResolution: ...
+
+
+_reference_kernel: Kernel = reference  # mypy checks the reference against the protocol here
+
+
+class BatchResolver(Protocol):
+    """``resolve_batch`` of a backend (see ``memresolve.resolve_batch``)."""
+
+    def __call__(
+        self,
+        records: object,
+        contexts: object,
+        *,
+        tombstones: object | None = None,
+        include_excluded: bool = False,
+    ) -> Any: ...
+
+
+class NativeKernel:
+    """The Rust kernel, ``memresolve._native.resolve_rows``, as a ``Kernel``."""
+
+    NAME: Final = "native"
+
+    def __init__(self) -> None:
+        self._resolve_rows = _native_loader.load().resolve_rows
+
+    def resolve_rows(
+        self,
+        records: tuple[object, ...],
+        context: RetrievalContext,
+        tombstones: tuple[ForgetTombstone, ...],
+    ) -> RawResolution:
+        active, excluded_rows, excluded_codes = self._resolve_rows(records, context, tombstones)
+        return RawResolution(active, memoryview(excluded_rows).cast("I"), excluded_codes)
+
+
+def get_backend(name: str) -> Kernel:
+    """The kernel called ``name`` (``native`` or ``reference``), for tests and benchmarks."""
+    if name == "reference":
+        return _reference_kernel
+    if name == "native":
+        return NativeKernel()
+    raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
+
+
+def get_batch_resolver(name: str) -> BatchResolver:
+    """The ``resolve_batch`` of the backend called ``name``, for tests and benchmarks."""
+    if name == "reference":
+        return reference.resolve_batch
+    if name == "native":
+        batch: BatchResolver = _native_loader.load().resolve_batch
+        return batch
+    raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
+
+
+SELECTED: Final[Kernel] = get_backend(_backend.NAME)
+SELECTED_BATCH: Final[BatchResolver] = get_batch_resolver(_backend.NAME)

@@ -1,0 +1,34 @@
+//! The contexts table: each row's `context_id` and retrieval context.
+
+use super::{Checked, Table};
+use crate::resolve::Context;
+
+/// Each row's `context_id` and context, in row order.
+///
+/// # Errors
+/// The first broken rule, column by column.
+pub fn read_contexts<'t>(table: &Table<'t>) -> Checked<(Vec<&'t str>, Vec<Context<'t>>)> {
+    let context_ids = table.required_texts("context_id", false)?;
+    let now = table.required_instants("now")?;
+    let users = table.required_texts("user_id", true)?;
+    let characters = table.required_texts("character_id", true)?;
+    let conversations = table.required_texts("conversation_id", true)?;
+    let scenes = table.optional_texts("scene_id", true)?;
+    let contexts = now
+        .into_iter()
+        .zip(users)
+        .zip(characters)
+        .zip(conversations)
+        .zip(scenes)
+        .map(
+            |((((now, user_id), character_id), conversation_id), scene_id)| Context {
+                now,
+                user_id,
+                character_id,
+                conversation_id,
+                scene_id,
+            },
+        )
+        .collect();
+    Ok((context_ids, contexts))
+}

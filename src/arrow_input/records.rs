@@ -1,0 +1,163 @@
+//! The records table as a [`Store`]: ids hashed, keys and scope ids
+//! interned in the same pass that checks them, the columns read
+//! concurrently for large tables.
+
+use foldhash::fast::FixedState;
+
+use super::scopes::{index_scopes, intern_id_column, InternedColumn};
+use super::{run_all, Checked, Table, Task};
+use crate::batch::intern::{first_duplicate, KeyRanks, Numbering, NO_ROW};
+use crate::batch::Store;
+use crate::error::{Broken, Error, ErrorKind};
+use crate::model::{Authority, IdColumn, ScopeKind, Status};
+use crate::resolve::hash::{text_hasher, Hashed};
+
+/// The ids, and the rows of the first repeated one.
+type HashedIds<'t> = (Vec<Hashed<'t>>, Option<(usize, usize)>);
+
+/// The result of a reading task that ran.
+fn ran<T>(slot: Option<T>) -> Result<T, Broken> {
+    slot.ok_or(Broken("a column reader did not run"))
+}
+
+/// The records table as a store (rows in table order).
+///
+/// Every column is read (concurrently for large tables, one task per
+/// column: a new column is one more task), then the results are taken in
+/// column order, so the error reported is the first bad column's whichever
+/// task finished first.
+///
+/// # Errors
+/// [`Error::Input`] for the first broken rule, [`Error::Broken`] for a bug.
+pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
+    check_store_size(table)?;
+    let state = &text_hasher();
+    let (mut ids, mut keys, mut kinds, mut statuses, mut authorities) =
+        (None, None, None, None, None);
+    let (mut valid_from, mut valid_until, mut supersedes) = (None, None, None);
+    let (mut versions, mut observed_at, mut confidences) = (None, None, None);
+    let [mut users, mut characters, mut conversations, mut scenes] = [None, None, None, None];
+    let tasks: Vec<Task<'_>> = vec![
+        Box::new(|| ids = Some(read_ids(table, state))),
+        Box::new(|| keys = Some(read_keys(table, state))),
+        Box::new(|| kinds = Some(table.vocabulary::<ScopeKind>("scope_kind"))),
+        Box::new(|| users = Some(intern_id_column(table, IdColumn::UserId, state))),
+        Box::new(|| characters = Some(intern_id_column(table, IdColumn::CharacterId, state))),
+        Box::new(|| conversations = Some(intern_id_column(table, IdColumn::ConversationId, state))),
+        Box::new(|| scenes = Some(intern_id_column(table, IdColumn::SceneId, state))),
+        Box::new(|| statuses = Some(table.vocabulary::<Status>("status"))),
+        Box::new(|| authorities = Some(table.vocabulary::<Authority>("authority"))),
+        Box::new(|| valid_from = Some(table.required_instants("valid_from"))),
+        Box::new(|| valid_until = Some(table.optional_instants("valid_until"))),
+        Box::new(|| supersedes = Some(read_supersedes(table, state))),
+        Box::new(|| versions = Some(table.integers("version"))),
+        Box::new(|| observed_at = Some(table.optional_instants("observed_at"))),
+        Box::new(|| confidences = Some(table.check_confidences("confidence"))),
+    ];
+    run_all(table.rows(), tasks);
+
+    // Column order: the first bad column is the error.
+    let (ids, duplicate) = ran(ids)??;
+    let (keys, key_ranks) = ran(keys)??;
+    let kinds = ran(kinds)??;
+    let id_columns: [InternedColumn<'t>; 4] = [
+        ran(users)??,
+        ran(characters)??,
+        ran(conversations)??,
+        ran(scenes)??,
+    ];
+    let statuses = ran(statuses)??;
+    let authorities = ran(authorities)??;
+    let valid_from = ran(valid_from)??;
+    let valid_until = ran(valid_until)??;
+    let supersedes = ran(supersedes)??;
+    let versions = ran(versions)??;
+    let observed_at = ran(observed_at)??;
+    ran(confidences)??;
+
+    // Then the scope ids row by row, then unique record ids.
+    let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] =
+        id_columns;
+    let (scopes, scope_numbers) = index_scopes(
+        table,
+        &kinds,
+        [&users, &characters, &conversations, &scenes],
+        [
+            &user_numbers,
+            &character_numbers,
+            &conversation_numbers,
+            &scene_numbers,
+        ],
+    )?;
+    if let Some((earlier, row)) = duplicate {
+        let id = ids
+            .get(row)
+            .map(|id| id.text)
+            .ok_or(Broken("a duplicate row is out of range"))?;
+        let error = table.fail(
+            "id",
+            ErrorKind::DuplicateId,
+            format_args!("repeats the id of row {earlier}"),
+            Some(row),
+        );
+        return Err(error.with_record_id(id).into());
+    }
+    Ok(Store {
+        ids,
+        kinds,
+        scope_numbers,
+        key_ranks,
+        supersedes,
+        statuses,
+        authorities,
+        versions,
+        valid_from,
+        valid_until,
+        observed_at,
+        keys,
+        scope_ids: [users, characters, conversations, scenes],
+        scopes,
+    })
+}
+
+/// Rows are numbered in `u32`, with one value kept for "no row".
+fn check_store_size(table: &Table<'_>) -> Checked<()> {
+    if u32::try_from(table.rows()).is_ok_and(|rows| rows < NO_ROW) {
+        return Ok(());
+    }
+    Err(table.fail(
+        "id",
+        ErrorKind::OutOfRange,
+        format_args!(
+            "has {} rows; a store holds fewer than {NO_ROW}",
+            table.rows()
+        ),
+        None,
+    ))
+}
+
+/// The `id` column hashed, and its first repeated id.
+fn read_ids<'t>(table: &Table<'t>, state: &FixedState) -> Checked<HashedIds<'t>> {
+    let mut ids: Vec<Hashed<'t>> = Vec::with_capacity(table.rows());
+    table.visit_required_text("id", true, |id| ids.push(Hashed::new(state, id)))?;
+    let duplicate = first_duplicate(&ids);
+    Ok((ids, duplicate))
+}
+
+/// The `key` column, ranked.
+fn read_keys<'t>(table: &Table<'t>, state: &FixedState) -> Checked<(KeyRanks<'t>, Vec<u32>)> {
+    let mut keys = Numbering::with_capacity(table.rows());
+    table.visit_required_text("key", true, |key| {
+        keys.push(Some(Hashed::new(state, key)));
+    })?;
+    Ok(KeyRanks::build(keys))
+}
+
+/// The `supersedes` column hashed.
+fn read_supersedes<'t>(table: &Table<'t>, state: &FixedState) -> Checked<Vec<Option<Hashed<'t>>>> {
+    let mut named = Vec::with_capacity(table.rows());
+    table.visit_optional_text("supersedes", true, |id| {
+        named.push(id.map(|id| Hashed::new(state, id)));
+    })?;
+    Ok(named)
+}
