@@ -42,36 +42,43 @@ const SCOPES: [ScopeRef<'static>; 7] = [
         kind: memresolve::model::ScopeKind::User,
         first: "u-1",
         second: "",
+        owner: None,
     },
     ScopeRef {
         kind: memresolve::model::ScopeKind::Character,
         first: "u-1",
         second: "c-1",
+        owner: None,
     },
     ScopeRef {
         kind: memresolve::model::ScopeKind::Character,
         first: "u-1",
         second: "c-2",
+        owner: None,
     },
     ScopeRef {
         kind: memresolve::model::ScopeKind::Conversation,
         first: "k-1",
         second: "",
+        owner: None,
     },
     ScopeRef {
         kind: memresolve::model::ScopeKind::Conversation,
         first: "k-0",
         second: "",
+        owner: None,
     },
     ScopeRef {
         kind: memresolve::model::ScopeKind::Scene,
         first: "k-1",
         second: "s-1",
+        owner: None,
     },
     ScopeRef {
         kind: memresolve::model::ScopeKind::Scene,
         first: "k-1",
         second: "s-0",
+        owner: None,
     },
 ];
 const AUTHORITIES: [Authority; 4] = [

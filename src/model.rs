@@ -10,7 +10,7 @@
 
 /// Version of the resolution contract (`docs/spec.md`) this crate implements.
 /// Written into every trace, so it must be identical in both implementations.
-pub const RESOLVER_VERSION: &str = "memresolve-spec-1";
+pub const RESOLVER_VERSION: &str = "memresolve-spec-2";
 
 /// A name that belongs to no entry of a vocabulary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +152,24 @@ impl ScopeKind {
             ScopeKind::Scene => &[IdColumn::ConversationId, IdColumn::SceneId],
         }
     }
+
+    /// The column holding the optional owner of a scope of this kind
+    /// (`docs/spec.md` §1.1): the `user_id` of conversation and scene scopes;
+    /// user and character scopes have none (their user is one of their ids).
+    #[must_use]
+    pub const fn owner_column(self) -> Option<IdColumn> {
+        match self {
+            ScopeKind::User | ScopeKind::Character => None,
+            ScopeKind::Conversation | ScopeKind::Scene => Some(IdColumn::UserId),
+        }
+    }
 }
+
+/// The status of a record whose status is not given (`docs/spec.md` §1.3);
+/// the Python package's `RECORD_DEFAULTS` has the same (a test compares).
+pub const DEFAULT_STATUS: Status = Status::Active;
+/// The version of a record whose version is not given.
+pub const DEFAULT_VERSION: i64 = 1;
 
 /// The names of a batch row's `decision`, by code: `active` (code 0), then
 /// each reason in stage order (code = reason code + 1).
@@ -190,16 +207,24 @@ fn push_escaped(out: &mut String, field: &str) {
 }
 
 /// The canonical, injective identifier of a scope: the kind, then each field
-/// escaped, joined by `:` (`docs/spec.md` §1.2). Ids without `:` or `%` give
-/// the tutorial's strings, e.g. `character:u1:c1`.
+/// escaped, joined by `:`, then for an owned scope `::` and the escaped
+/// owner (`docs/spec.md` §1.2). Fields are never empty, so `::` cannot occur
+/// in an unowned id, and unowned ids without `:` or `%` are the tutorial's
+/// strings, e.g. `character:u1:c1`.
 #[must_use]
-pub fn scope_id(kind: ScopeKind, fields: &[&str]) -> String {
-    let capacity = kind.name().len() + fields.iter().map(|f| f.len() + 1).sum::<usize>();
+pub fn scope_id(kind: ScopeKind, fields: &[&str], owner: Option<&str>) -> String {
+    let owner_len = owner.map_or(0, |owner| owner.len() + 2);
+    let capacity =
+        kind.name().len() + fields.iter().map(|f| f.len() + 1).sum::<usize>() + owner_len;
     let mut out = String::with_capacity(capacity);
     out.push_str(kind.name());
     for field in fields {
         out.push(':');
         push_escaped(&mut out, field);
+    }
+    if let Some(owner) = owner {
+        out.push_str("::");
+        push_escaped(&mut out, owner);
     }
     out
 }
@@ -210,19 +235,39 @@ mod tests {
 
     #[test]
     fn plain_ids_give_the_tutorials_strings() {
-        assert_eq!(scope_id(ScopeKind::User, &["u1"]), "user:u1");
+        assert_eq!(scope_id(ScopeKind::User, &["u1"], None), "user:u1");
         assert_eq!(
-            scope_id(ScopeKind::Character, &["u1", "c1"]),
+            scope_id(ScopeKind::Character, &["u1", "c1"], None),
             "character:u1:c1"
         );
-        assert_eq!(scope_id(ScopeKind::Conversation, &["k"]), "conversation:k");
-        assert_eq!(scope_id(ScopeKind::Scene, &["k", "s"]), "scene:k:s");
+        assert_eq!(
+            scope_id(ScopeKind::Conversation, &["k"], None),
+            "conversation:k"
+        );
+        assert_eq!(scope_id(ScopeKind::Scene, &["k", "s"], None), "scene:k:s");
+    }
+
+    #[test]
+    fn an_owner_follows_an_empty_field() {
+        assert_eq!(
+            scope_id(ScopeKind::Conversation, &["k"], Some("u1")),
+            "conversation:k::u1"
+        );
+        assert_eq!(
+            scope_id(ScopeKind::Scene, &["k", "s"], Some("a:b")),
+            "scene:k:s::a%3Ab"
+        );
+        // An unowned scene whose scene id is the owner's text is another id.
+        assert_ne!(
+            scope_id(ScopeKind::Conversation, &["k"], Some("s")),
+            scope_id(ScopeKind::Scene, &["k", "s"], None)
+        );
     }
 
     #[test]
     fn the_tutorials_colliding_scopes_get_distinct_ids() {
-        let left = scope_id(ScopeKind::Character, &["a:b", "c"]);
-        let right = scope_id(ScopeKind::Character, &["a", "b:c"]);
+        let left = scope_id(ScopeKind::Character, &["a:b", "c"], None);
+        let right = scope_id(ScopeKind::Character, &["a", "b:c"], None);
         assert_eq!(left, "character:a%3Ab:c");
         assert_eq!(right, "character:a:b%3Ac");
         assert_ne!(left, right);
@@ -231,16 +276,16 @@ mod tests {
     #[test]
     fn percent_is_escaped_before_colon() {
         // "%3A" typed by a user must not look like an escaped ":".
-        assert_eq!(scope_id(ScopeKind::User, &["%3A"]), "user:%253A");
+        assert_eq!(scope_id(ScopeKind::User, &["%3A"], None), "user:%253A");
         assert_ne!(
-            scope_id(ScopeKind::User, &["%3A"]),
-            scope_id(ScopeKind::User, &[":"])
+            scope_id(ScopeKind::User, &["%3A"], None),
+            scope_id(ScopeKind::User, &[":"], None)
         );
     }
 
     #[test]
     fn non_bmp_characters_pass_through() {
-        assert_eq!(scope_id(ScopeKind::User, &["𝔘:1"]), "user:𝔘%3A1");
+        assert_eq!(scope_id(ScopeKind::User, &["𝔘:1"], None), "user:𝔘%3A1");
     }
 
     fn round_trips<V: Vocabulary + PartialEq + std::fmt::Debug>(name_of: fn(V) -> &'static str) {

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import memresolve as mr
-from memresolve import _backend, _kernels, _native_loader, _types
+from memresolve import _backend, _kernels, _native_loader, _records, _types
 from memresolve.testing import identifiers
 
 
@@ -147,16 +147,26 @@ def test_native_code_tables_match_the_python_ones() -> None:
     assert [tuple(columns) for columns in native.scope_id_columns()] == [
         _types.SCOPE_ID_COLUMNS[kind] for kind in _types.ScopeKind
     ]
+    assert native.scope_owner_columns() == [
+        _types.SCOPE_OWNER_COLUMN[kind] for kind in _types.ScopeKind
+    ]
+    defaults = _records.RECORD_DEFAULTS
+    assert (
+        defaults["status"],
+        defaults["version"],
+    ) == (native.DEFAULT_STATUS, native.DEFAULT_VERSION)
     assert native.RESOLVER_VERSION == mr.RESOLVER_VERSION
 
 
 def test_each_scope_class_is_its_kinds_table_entry() -> None:
-    # The scope classes' fields are the ids of their kind, in scope-id order.
+    # The scope classes' fields are the ids of their kind, in scope-id order,
+    # then the owner column of the kinds that have one.
     classes = (mr.UserScope, mr.CharacterScope, mr.ConversationScope, mr.SceneScope)
     assert tuple(cls.kind for cls in classes) == tuple(_types.ScopeKind)
     for cls in classes:
         names = tuple(field.name for field in dataclasses.fields(cls))
-        assert names == _types.SCOPE_ID_COLUMNS[cls.kind]
+        owner = _types.SCOPE_OWNER_COLUMN[cls.kind]
+        assert names == _types.SCOPE_ID_COLUMNS[cls.kind] + (() if owner is None else (owner,))
 
 
 @needs_native

@@ -42,8 +42,10 @@ parity = settings(max_examples=PARITY_EXAMPLES)
 def forget(
     key: str, *, blocks_sources_before: datetime, scope: mr.Scope = ADA
 ) -> mr.ForgetTombstone:
+    # Forgotten no earlier than the bound (a later bound is an input error).
+    forgotten_at = max(day(29), blocks_sources_before)
     return mr.ForgetTombstone(
-        key=key, scope=scope, forgotten_at=day(29), blocks_sources_before=blocks_sources_before
+        key=key, scope=scope, forgotten_at=forgotten_at, blocks_sources_before=blocks_sources_before
     )
 
 

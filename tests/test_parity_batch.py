@@ -305,7 +305,10 @@ UTC_MICROS = pa.timestamp("us", tz="UTC")
 K = mr.ErrorKind
 REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[object, ...]]] = {
     "not-arrow": (([{"id": "x"}], C, None), (K.WRONG_TYPE, "records", None)),
-    "missing-column": ((R.drop_columns(["status"]), C, None), (K.MISSING_COLUMN, "status", None)),
+    "missing-column": (
+        (R.drop_columns(["authority"]), C, None),
+        (K.MISSING_COLUMN, "authority", None),
+    ),
     "missing-context-column": ((R, C.drop_columns(["now"]), None), (K.MISSING_COLUMN, "now", None)),
     "wrong-type": (
         (_set(R, "version", [1.5] * R.num_rows, pa.float64()), C, None),
@@ -377,6 +380,34 @@ REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[ob
     "missing-tombstone-scope-id-column": (
         (R, C, T.drop_columns(["character_id"])),
         (K.MISSING_COLUMN, "character_id", None),
+    ),
+    "empty-owner": (
+        (_with_row(R, "user_id", 4, ""), C, None),  # row 4 is a conversation record
+        (K.EMPTY, "user_id", 4),
+    ),
+    "id-the-kind-does-not-use": (
+        (_with_row(R, "scene_id", 0, "s-x"), C, None),  # row 0 is a user record
+        (K.INCONSISTENT, "scene_id", 0),
+    ),
+    "repeated-context-id": (
+        (R, _with_row(C, "context_id", 3, "in-scene"), None),
+        (K.DUPLICATE_ID, "context_id", 3),
+    ),
+    "tombstone-bound-after-the-forget": (
+        (R, C, _with_row(T, "blocks_sources_before", 0, day(8))),
+        (K.INCONSISTENT, "blocks_sources_before", 0),
+    ),
+    "tombstone-without-times": (
+        (
+            R,
+            C,
+            _with_row(_with_row(T, "blocks_sources_before", 0, None), "forgotten_at", 0, None),
+        ),
+        (K.MISSING, "blocks_sources_before", 0),
+    ),
+    "tombstone-without-time-columns": (
+        (R, C, T.drop_columns(["blocks_sources_before", "forgotten_at"])),
+        (K.MISSING_COLUMN, "blocks_sources_before", None),
     ),
     "first-bad-row-of-first-bad-column": (
         (_with_row(_with_row(R, "status", 1, "nope"), "key", 5, None), C, None),

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
+from memresolve import _records as mr_records
 from memresolve._backend import available_backends
 from memresolve._call import resolve_with
 from memresolve._kernels import get_backend
@@ -268,14 +269,51 @@ def test_a_generator_of_ids_is_read_once_by_either_storage() -> None:
         assert built.source_message_ids == ("a", "b")
 
 
-def test_missing_and_positional_arguments_are_type_errors_for_both() -> None:
+@pytest.mark.parametrize(
+    ("args", "kwargs", "expected"),
+    [
+        ((), {"id": "m"}, (mr.ErrorKind.MISSING, "key", None, "m")),
+        ((), {"key": "k"}, (mr.ErrorKind.MISSING, "id", None, None)),
+        (("m",), {}, (mr.ErrorKind.WRONG_TYPE, None, None, None)),
+        (("m",), {"id": "m", "key": "k"}, (mr.ErrorKind.WRONG_TYPE, None, None, "m")),
+        (
+            (),
+            {"id": "m", "valid_untill": 3},
+            (mr.ErrorKind.UNKNOWN_FIELD, "valid_untill", None, "m"),
+        ),
+        ((), {"id": "", "colour": 3}, (mr.ErrorKind.UNKNOWN_FIELD, "colour", None, None)),
+    ],
+)
+def test_missing_positional_and_unknown_arguments_are_the_same_error_on_both(
+    args: tuple[object, ...], kwargs: dict[str, object], expected: tuple[object, ...]
+) -> None:
+    # Not a TypeError naming an internal class: an InvalidInputError naming MemoryRecord.
     assert _native is not None
-    factories: tuple[Callable[..., Any], ...] = (_native.RecordCore, RecordStorage)
+    errors = []
+    factories: tuple[Callable[..., Any], ...] = (
+        _native.RecordCore,
+        RecordStorage,
+        mr.MemoryRecord,
+        PurePythonMemoryRecord,
+    )
     for factory in factories:
-        with pytest.raises(TypeError):
-            factory(id="m")
-        with pytest.raises(TypeError):
-            factory("m")
+        with pytest.raises(mr.InvalidInputError) as caught:
+            factory(*args, **kwargs)
+        errors.append((caught.value.where(), str(caught.value)))
+    assert errors[0][0] == expected
+    assert len(set(errors)) == 1, errors
+
+
+def test_left_out_fields_take_the_record_defaults_on_both() -> None:
+    assert _native is not None
+    arguments = _minimal()
+    for name in mr_records.RECORD_DEFAULTS:
+        arguments.pop(name, None)
+    built = [factory(**arguments) for factory in (_native.RecordCore, RecordStorage)]
+    for record in built:
+        assert {name: getattr(record, name) for name in mr_records.RECORD_DEFAULTS} == dict(
+            mr_records.RECORD_DEFAULTS
+        )
 
 
 def test_source_message_ids_none_is_rejected_not_taken_for_the_default() -> None:

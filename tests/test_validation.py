@@ -187,7 +187,7 @@ def test_bad_context_field_is_rejected(field: str, bad: Any) -> None:
         ("scope", "user:u-ada"),
         ("forgotten_at", NAIVE),
         ("blocks_sources_before", NAIVE),
-        ("blocks_sources_before", None),
+        ("blocks_sources_before", day(21)),  # after the forget: a re-told fact
     ],
 )
 def test_bad_tombstone_field_is_rejected(field: str, bad: Any) -> None:
@@ -385,3 +385,17 @@ def test_error_kinds_survive_pickling() -> None:
         record("m", version=2**64)
     copy = pickle.loads(pickle.dumps(caught.value))
     assert copy.where() == caught.value.where() == (K.OUT_OF_RANGE, "version", None, "m")
+
+
+def test_a_tombstone_bound_defaults_to_the_forget_and_may_not_follow_it() -> None:
+    forget = mr.ForgetTombstone(key="pet.name", scope=ADA, forgotten_at=day(20))
+    assert forget.blocks_sources_before == forget.forgotten_at == day(20)
+    earlier = mr.ForgetTombstone(
+        key="pet.name", scope=ADA, forgotten_at=day(20), blocks_sources_before=day(3)
+    )
+    assert earlier.blocks_sources_before == day(3)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.ForgetTombstone(
+            key="pet.name", scope=ADA, forgotten_at=day(20), blocks_sources_before=day(21)
+        )
+    assert caught.value.where() == (K.INCONSISTENT, "blocks_sources_before", None, None)

@@ -28,6 +28,7 @@ from memresolve._arrow import (
     tombstones_to_arrow,
 )
 from memresolve._backend import backend_name
+from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
 from memresolve._jsonl import (
     read_contexts,
     read_records,
@@ -36,7 +37,7 @@ from memresolve._jsonl import (
     write_records,
     write_tombstones,
 )
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._records import MemoryRecord
 from memresolve._result import Exclusion, PromptMemory, Resolution, Trace, to_prompt_memory
 from memresolve._scopes import (
     CharacterScope,
@@ -44,6 +45,7 @@ from memresolve._scopes import (
     SceneScope,
     Scope,
     UserScope,
+    scope_from_id,
     scope_id,
 )
 from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason, ScopeKind, Status
@@ -84,6 +86,7 @@ __all__ = [
     "backend_name",
     "contexts_from_arrow",
     "contexts_to_arrow",
+    "forget_everywhere",
     "read_contexts",
     "read_records",
     "read_tombstones",
@@ -91,6 +94,7 @@ __all__ = [
     "records_to_arrow",
     "resolve",
     "resolve_batch",
+    "scope_from_id",
     "scope_id",
     "to_prompt_memory",
     "tombstones_from_arrow",

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from memresolve import _kernels
 from memresolve._call import resolve_with
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import MemoryRecord
 from memresolve._result import Resolution
 
 if TYPE_CHECKING:

@@ -1,35 +1,40 @@
-"""Arrow tables of records, contexts and tombstones: schema, converters, reference reader.
+"""Arrow tables of records, contexts and tombstones: the schema, and the converters.
 
 Any object implementing the Arrow PyCapsule interface (``__arrow_c_stream__`` or
 ``__arrow_c_array__``) is accepted: a pyarrow ``Table``/``RecordBatch``/
-``RecordBatchReader``, a polars ``DataFrame``, a duckdb result. Needs pyarrow
-(``pip install 'memresolve[arrow]'``).
+``RecordBatchReader``, a polars ``DataFrame`` or ``LazyFrame``, a duckdb
+relation. Needs pyarrow (``pip install 'memresolve[arrow]'``).
 
 Columns (``docs/spec.md`` §4.1: one per field, the scope flattened). Extra columns are ignored.
 
 ``records``: ``id``, ``key`` (non-empty strings); ``scope_kind`` (``user``,
-``character``, ``conversation`` or ``scene``) and the ids the kind needs among
+``character``, ``conversation`` or ``scene``) and the four id columns
 ``user_id``, ``character_id``, ``conversation_id``, ``scene_id`` (nullable
-strings); ``status``, ``authority`` (their string values); ``valid_from`` (a
-timestamp with a time zone, any unit); ``version`` (signed integer, at most 64
-bits). Optional: ``valid_until``, ``observed_at`` (nullable timestamps with a
-time zone), ``supersedes`` (nullable string), ``confidence`` (float, finite,
-0 to 1), ``value`` (string) and ``source_message_ids`` (list of strings), which
-resolution never reads.
+strings: the ids the kind needs are required; on a conversation or scene row
+a non-null ``user_id`` is the scope's owner; any other id is an error);
+``authority`` (its string value); ``valid_from`` (a timestamp with a time
+zone, any unit). Optional: ``status`` (default ``active``), ``version``
+(signed integer of at most 64 bits, default 1), ``valid_until``,
+``observed_at`` (nullable timestamps with a time zone), ``supersedes``
+(nullable string), ``confidence`` (float, finite, 0 to 1), ``value`` (string)
+and ``source_message_ids`` (list of strings), which resolution never reads;
+the converters (``records_from_arrow``) require ``value`` and ``confidence``.
 
-``contexts``: ``context_id`` (string), ``now`` (timestamp with a time zone),
-``user_id``, ``character_id``, ``conversation_id`` (non-empty strings),
-``scene_id`` (nullable string).
+``contexts``: ``context_id`` (string, unique), ``now`` (timestamp with a time
+zone), ``user_id``, ``character_id``, ``conversation_id`` (non-empty
+strings), ``scene_id`` (nullable string).
 
 ``tombstones``: ``key``, ``scope_kind`` and its ids as for records,
-``blocks_sources_before`` (timestamp with a time zone); optional
-``forgotten_at``.
+``forgotten_at`` and ``blocks_sources_before`` (timestamps with a time zone,
+each optional but one per row; a missing one equals the other; the bound may
+not be later than ``forgotten_at``).
 
 Strings may be ``string``, ``large_string``, ``string_view`` or dictionary
-encoded; input may be chunked or sliced. Instants are floored to microseconds
-(spec §1.6). Each rule, in column order, then the scope ids row by row, then
-unique record ids, rejects the first bad row with ``InvalidInputError`` naming
-the column (``field``), the row (``row``) and the problem (``kind``).
+encoded; a column of the Arrow ``null`` type reads as all null; input may be
+chunked or sliced. Instants are floored to microseconds (spec §1.6). Each
+rule, in column order, then the scope ids row by row, then unique ids, rejects
+the first bad row with ``InvalidInputError`` naming the column (``field``),
+the row (``row``) and the problem (``kind``).
 """
 
 from __future__ import annotations
@@ -45,9 +50,11 @@ from memresolve._arrow_reader import (
     read_records_table,
     read_tombstones_table,
 )
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import MemoryRecord
+from memresolve._rows import scope_columns
 from memresolve._scopes import Scope
-from memresolve._types import DECISION_NAMES, ID_COLUMNS, SCOPE_ID_COLUMNS
+from memresolve._types import DECISION_NAMES, ID_COLUMNS
 from memresolve._validate import to_micros
 
 if TYPE_CHECKING:
@@ -76,13 +83,9 @@ def _timestamp_type() -> Any:
 
 
 def _scope_columns(scopes: Sequence[Scope]) -> dict[str, list[str | None]]:
-    columns: dict[str, list[str | None]] = {"scope_kind": [s.kind for s in scopes]}
-    for column in ID_COLUMNS:
-        columns[column] = [
-            getattr(scope, column) if column in SCOPE_ID_COLUMNS[scope.kind] else None
-            for scope in scopes
-        ]
-    return columns
+    """``scope_kind`` and the four id columns (an owner in ``user_id``), column by column."""
+    rows = [scope_columns(scope) for scope in scopes]
+    return {name: [row[name] for row in rows] for name in ("scope_kind", *ID_COLUMNS)}
 
 
 def _micros(moment: datetime | None) -> int | None:

@@ -9,20 +9,30 @@ row and the kind of problem, as the native reader does (``docs/spec.md`` §5.2).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
-from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
-from memresolve._types import ID_COLUMNS, SCOPE_ID_COLUMNS, Authority, ScopeKind, Status
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import RECORD_DEFAULTS, MemoryRecord
+from memresolve._scopes import Scope, make_scope
+from memresolve._types import (
+    ID_COLUMNS,
+    SCOPE_ID_COLUMNS,
+    SCOPE_OWNER_COLUMN,
+    Authority,
+    ScopeKind,
+    Status,
+)
+from memresolve._validate import INT64_MAX, INT64_MIN
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "arrow_source",
     "as_table",
     "pyarrow_module",
     "read_contexts_table",
@@ -46,9 +56,42 @@ def pyarrow_module() -> Any:
     return pyarrow
 
 
-def as_table(data: object, what: str) -> pa.Table:
-    """Any Arrow PyCapsule producer as a pyarrow ``Table``."""
+def _is_lazy_frame(data: object) -> bool:
+    # A polars LazyFrame: no Arrow interface of its own, but a stream of frames that have one.
+    return not hasattr(data, "__arrow_c_stream__") and callable(
+        getattr(data, "collect_batches", None)
+    )
+
+
+def arrow_source(data: object) -> object:
+    """``data`` as something with the Arrow PyCapsule interface.
+
+    A polars ``LazyFrame`` is run once, by its streaming engine, and read batch
+    by batch (a ``pyarrow.RecordBatchReader``), never collected twice; anything
+    else is returned as it is.
+    """
+    if not _is_lazy_frame(data):
+        return data
     pa = pyarrow_module()
+    frames = iter(data.collect_batches())  # type: ignore[attr-defined]
+    first = next(frames, None)
+    if first is None:
+        empty = data.collect()  # type: ignore[attr-defined]  # no batch: the schema alone
+        return empty.to_arrow()
+    head = first.to_arrow()
+
+    def batches() -> Iterator[Any]:
+        yield from head.to_batches()
+        for frame in frames:
+            yield from frame.to_arrow().to_batches()
+
+    return pa.RecordBatchReader.from_batches(head.schema, batches())
+
+
+def as_table(data: object, what: str) -> pa.Table:
+    """Any Arrow PyCapsule producer (or polars ``LazyFrame``) as a pyarrow ``Table``."""
+    pa = pyarrow_module()
+    data = arrow_source(data)
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -83,6 +126,10 @@ class _Reader:
             f"{self.what}: {where} {problem}", kind=kind, field=column, row=row
         )
 
+    @property
+    def rows(self) -> int:
+        return int(self.table.num_rows)
+
     def has(self, column: str) -> bool:
         return column in self.table.column_names
 
@@ -91,10 +138,18 @@ class _Reader:
             raise self.fail(column, ErrorKind.MISSING_COLUMN, "is missing")
         return self.table.column(column)
 
+    def _all_null(self, column: str, *, required: bool) -> list[Any]:
+        """A column of the Arrow ``null`` type: every row null."""
+        if required and self.rows:
+            raise self.fail(column, ErrorKind.MISSING, _REQUIRED, 0)
+        return [None] * self.rows
+
     def text(self, column: str, *, required: bool, nonempty: bool = True) -> list[str | None]:
         pa = pyarrow_module()
         values = self._column(column)
         kind = values.type
+        if pa.types.is_null(kind):
+            return self._all_null(column, required=required)
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
         if not (
@@ -112,12 +167,15 @@ class _Reader:
                 raise self.fail(column, ErrorKind.EMPTY, _NON_EMPTY, row)
         return texts
 
+    def optional_text(self, column: str) -> list[str | None]:
+        """An optional, non-empty string column (all null when absent)."""
+        return self.text(column, required=False) if self.has(column) else [None] * self.rows
+
     def enum(self, column: str, names: Sequence[str]) -> list[str]:
         texts = self.text(column, required=True)
         allowed = set(names)
         for row, text in enumerate(texts):
             if text not in allowed:
-                # Quoted, not repr(): the native reader words it the same way.
                 expected = ", ".join(f"'{name}'" for name in names)
                 raise self.fail(
                     column,
@@ -132,6 +190,8 @@ class _Reader:
         pa = pyarrow_module()
         values = self._column(column)
         kind = values.type
+        if pa.types.is_null(kind):
+            return self._all_null(column, required=required)
         if not pa.types.is_timestamp(kind):
             raise self.fail(
                 column, ErrorKind.WRONG_TYPE, f"must be a timestamp with a time zone, got {kind}"
@@ -150,14 +210,28 @@ class _Reader:
                 if required:
                     raise self.fail(column, ErrorKind.MISSING, _REQUIRED, row)
                 micros.append(None)
-            else:
-                micros.append(tick * 1_000_000 // per_second)
+                continue
+            instant = tick * 1_000_000 // per_second
+            if not INT64_MIN <= instant <= INT64_MAX:
+                raise self.fail(
+                    column,
+                    ErrorKind.OUT_OF_RANGE,
+                    "is out of the range of microseconds in 64 bits",
+                    row,
+                )
+            micros.append(instant)
         return micros
+
+    def optional_instants(self, column: str) -> list[int | None]:
+        """An optional timestamp column (all null when absent)."""
+        return self.instants(column, required=False) if self.has(column) else [None] * self.rows
 
     def integers(self, column: str) -> list[int]:
         pa = pyarrow_module()
         values = self._column(column)
         kind = values.type
+        if pa.types.is_null(kind):
+            return self._all_null(column, required=True)
         if not (pa.types.is_signed_integer(kind) or kind in (pa.uint8(), pa.uint16(), pa.uint32())):
             raise self.fail(
                 column,
@@ -170,11 +244,11 @@ class _Reader:
                 raise self.fail(column, ErrorKind.MISSING, _REQUIRED, row)
         return numbers  # type: ignore[return-value] # none is null
 
-    def confidences(self, column: str) -> list[float] | None:
+    def confidences(self, column: str) -> list[float]:
         pa = pyarrow_module()
-        if not self.has(column):
-            return None
         values = self._column(column)
+        if pa.types.is_null(values.type):
+            return self._all_null(column, required=True)
         if not pa.types.is_floating(values.type):
             raise self.fail(
                 column, ErrorKind.WRONG_TYPE, f"must be a float column, got {values.type}"
@@ -193,12 +267,20 @@ class _Reader:
                 )
         return numbers  # type: ignore[return-value] # none is null
 
-    def scopes(self, kinds: list[str]) -> list[Scope]:
-        """Each row's scope; the ids its kind needs must be non-null and non-empty."""
-        ids = {column: self.text(column, required=False, nonempty=False) for column in ID_COLUMNS}
+    def scope_id_columns(self) -> dict[str, list[str | None]]:
+        """The four scope id columns, type checked; their rows are checked by ``scopes``."""
+        return {column: self.text(column, required=False, nonempty=False) for column in ID_COLUMNS}
+
+    def scopes(self, kinds: list[str], ids: dict[str, list[str | None]]) -> list[Scope]:
+        """Each row's scope, row by row (``docs/spec.md`` §4.1): the ids its kind needs,
+        non-null and non-empty; no id the kind does not use; an owner (a
+        conversation or scene row's ``user_id``) null or non-empty.
+        """
         scopes: list[Scope] = []
-        for row, kind in enumerate(kinds):
-            needed = SCOPE_ID_COLUMNS[ScopeKind(kind)]
+        for row, kind_name in enumerate(kinds):
+            kind = ScopeKind(kind_name)
+            needed = SCOPE_ID_COLUMNS[kind]
+            owner_column = SCOPE_OWNER_COLUMN[kind]
             for column in needed:
                 if ids[column][row] is None:
                     raise self.fail(
@@ -208,8 +290,23 @@ class _Reader:
                     raise self.fail(
                         column, ErrorKind.EMPTY, f"is empty; a {kind} scope needs it", row
                     )
-            fields = [ids[column][row] for column in needed]
-            scopes.append(_SCOPE_TYPES[kind](*fields))
+            for column in ID_COLUMNS:
+                if column not in needed and column != owner_column and ids[column][row] is not None:
+                    raise self.fail(
+                        column,
+                        ErrorKind.INCONSISTENT,
+                        f"is set, but a {kind} scope has no {column}",
+                        row,
+                    )
+            owner = None if owner_column is None else ids[owner_column][row]
+            if owner_column is not None and owner == "":
+                raise self.fail(
+                    owner_column,
+                    ErrorKind.EMPTY,
+                    f"is empty; on a {kind} row it is the owner, null or a non-empty id",
+                    row,
+                )
+            scopes.append(make_scope(kind, [ids[column][row] for column in needed], owner))
         return scopes
 
 
@@ -218,49 +315,54 @@ def _is_string_view(kind: pa.DataType) -> bool:
     return bool(getattr(pa.types, "is_string_view", lambda _: False)(kind))
 
 
-_SCOPE_TYPES: dict[str, Callable[..., Scope]] = {
-    "user": UserScope,
-    "character": CharacterScope,
-    "conversation": ConversationScope,
-    "scene": SceneScope,
-}
-
-
 def _instant(micros: int | None) -> datetime | None:
     return None if micros is None else _EPOCH + timedelta(microseconds=micros)
+
+
+#: Rows are numbered in 32 bits, one value kept for "no row" (as the native store does).
+_MAX_ROWS = 2**32 - 1
 
 
 def read_records_table(data: object, *, with_values: bool) -> list[MemoryRecord]:
     """Every row of a records table as a ``MemoryRecord``, checked column by column.
 
     With ``with_values=False`` (resolution) ``value`` and ``source_message_ids``
-    are not read; absent optional columns take neutral defaults.
+    are not read and ``confidence`` may be absent (resolution never reads it;
+    the records then hold 0.0, which nothing shows). With ``with_values=True``
+    (the converters) ``value`` and ``confidence`` are required: a record
+    without them is not the record that was stored. ``status`` and
+    ``version``, when absent, take the record defaults.
     """
     reader = _Reader(as_table(data, "records"), "records")
+    if reader.rows >= _MAX_ROWS:
+        raise reader.fail(
+            "id",
+            ErrorKind.OUT_OF_RANGE,
+            f"has {reader.rows} rows; a store holds fewer than {_MAX_ROWS}",
+        )
+    rows = reader.rows
     ids = reader.text("id", required=True)
     keys = reader.text("key", required=True)
     kinds = reader.enum("scope_kind", tuple(ScopeKind))
-    for column in ID_COLUMNS:
-        reader.text(column, required=False, nonempty=False)
-    statuses = reader.enum("status", tuple(Status))
+    scope_ids = reader.scope_id_columns()
+    statuses = (
+        reader.enum("status", tuple(Status))
+        if reader.has("status")
+        else [RECORD_DEFAULTS["status"]] * rows
+    )
     authorities = reader.enum("authority", tuple(Authority))
     valid_from = reader.instants("valid_from", required=True)
-    valid_until = (
-        reader.instants("valid_until", required=False)
-        if reader.has("valid_until")
-        else [None] * len(ids)
+    valid_until = reader.optional_instants("valid_until")
+    supersedes = reader.optional_text("supersedes")
+    versions = (
+        reader.integers("version") if reader.has("version") else [RECORD_DEFAULTS["version"]] * rows
     )
-    supersedes = (
-        reader.text("supersedes", required=False) if reader.has("supersedes") else [None] * len(ids)
-    )
-    versions = reader.integers("version")
-    observed_at = (
-        reader.instants("observed_at", required=False)
-        if reader.has("observed_at")
-        else [None] * len(ids)
-    )
-    confidences = reader.confidences("confidence") or [0.0] * len(ids)
-    scopes = reader.scopes(kinds)
+    observed_at = reader.optional_instants("observed_at")
+    if with_values or reader.has("confidence"):
+        confidences = reader.confidences("confidence")
+    else:
+        confidences = [0.0] * rows
+    scopes = reader.scopes(kinds, scope_ids)
     first_row_of: dict[str, int] = {}
     for row, record_id in enumerate(ids):
         earlier = first_row_of.setdefault(record_id, row)  # type: ignore[arg-type]
@@ -270,15 +372,14 @@ def read_records_table(data: object, *, with_values: bool) -> list[MemoryRecord]
             )
             error.record_id = record_id
             raise error
-    values: list[str | None] = [""] * len(ids)
-    sources: list[Any] = [()] * len(ids)
+    values: list[str | None] = [""] * rows
+    sources: list[Any] = [()] * rows
     if with_values:
-        if reader.has("value"):
-            values = reader.text("value", required=True, nonempty=False)
+        values = reader.text("value", required=True, nonempty=False)
         if reader.has("source_message_ids"):
             sources = reader.table.column("source_message_ids").to_pylist()
     records = []
-    for row in range(len(ids)):
+    for row in range(rows):
         try:
             records.append(
                 MemoryRecord(
@@ -286,14 +387,14 @@ def read_records_table(data: object, *, with_values: bool) -> list[MemoryRecord]
                     key=keys[row],  # type: ignore[arg-type]
                     value=values[row],  # type: ignore[arg-type]
                     scope=scopes[row],
-                    status=statuses[row],
-                    authority=authorities[row],
+                    status=statuses[row],  # type: ignore[arg-type]
+                    authority=authorities[row],  # type: ignore[arg-type]
                     confidence=confidences[row],
                     valid_from=_instant(valid_from[row]),  # type: ignore[arg-type]
                     valid_until=_instant(valid_until[row]),
                     source_message_ids=() if sources[row] is None else sources[row],
                     supersedes=supersedes[row],
-                    version=versions[row],
+                    version=versions[row],  # type: ignore[arg-type]
                     observed_at=_instant(observed_at[row]),
                 )
             )
@@ -309,16 +410,28 @@ def read_records_table(data: object, *, with_values: bool) -> list[MemoryRecord]
 
 
 def read_contexts_table(data: object) -> list[tuple[str, RetrievalContext]]:
-    """Every row of a contexts table as ``(context_id, RetrievalContext)``."""
+    """Every row of a contexts table as ``(context_id, RetrievalContext)``.
+
+    A ``context_id`` that repeats an earlier row's is ``duplicate-id``: the
+    two contexts' rows of a batch result could not be told apart.
+    """
     reader = _Reader(as_table(data, "contexts"), "contexts")
     context_ids = reader.text("context_id", required=True, nonempty=False)
     now = reader.instants("now", required=True)
     users = reader.text("user_id", required=True)
     characters = reader.text("character_id", required=True)
     conversations = reader.text("conversation_id", required=True)
-    scenes = (
-        reader.text("scene_id", required=False) if reader.has("scene_id") else [None] * len(now)
-    )
+    scenes = reader.optional_text("scene_id")
+    first_row_of: dict[str, int] = {}
+    for row, context_id in enumerate(context_ids):
+        earlier = first_row_of.setdefault(context_id, row)  # type: ignore[arg-type]
+        if earlier != row:
+            raise reader.fail(
+                "context_id",
+                ErrorKind.DUPLICATE_ID,
+                f"repeats the context_id of row {earlier}",
+                row,
+            )
     return [
         (
             context_ids[row],  # type: ignore[misc]
@@ -335,25 +448,52 @@ def read_contexts_table(data: object) -> list[tuple[str, RetrievalContext]]:
 
 
 def read_tombstones_table(data: object) -> list[ForgetTombstone]:
-    """Every row of a tombstones table as a ``ForgetTombstone``."""
+    """Every row of a tombstones table as a ``ForgetTombstone`` (``docs/spec.md`` §1.5).
+
+    ``forgotten_at`` and ``blocks_sources_before`` are each optional, but a row
+    needs one of them; a missing one equals the other.
+    """
     reader = _Reader(as_table(data, "tombstones"), "tombstones")
     keys = reader.text("key", required=True)
     kinds = reader.enum("scope_kind", tuple(ScopeKind))
-    for column in ID_COLUMNS:
-        reader.text(column, required=False, nonempty=False)
-    bounds = reader.instants("blocks_sources_before", required=True)
-    forgotten = (
-        reader.instants("forgotten_at", required=False)
-        if reader.has("forgotten_at")
-        else [None] * len(keys)
-    )
-    scopes = reader.scopes(kinds)
-    return [
-        ForgetTombstone(
-            key=keys[row],  # type: ignore[arg-type]
-            scope=scopes[row],
-            forgotten_at=_instant(bounds[row] if forgotten[row] is None else forgotten[row]),  # type: ignore[arg-type]
-            blocks_sources_before=_instant(bounds[row]),  # type: ignore[arg-type]
+    scope_ids = reader.scope_id_columns()
+    if not reader.has(_BOUND) and not reader.has(_FORGOTTEN):
+        raise reader.fail(
+            _BOUND,
+            ErrorKind.MISSING_COLUMN,
+            "is missing, and so is forgotten_at: a tombstone needs one of them",
         )
-        for row in range(len(keys))
-    ]
+    bounds = reader.optional_instants(_BOUND)
+    forgotten = reader.optional_instants(_FORGOTTEN)
+    scopes = reader.scopes(kinds, scope_ids)
+    tombstones = []
+    for row, (key, scope, bound, at) in enumerate(
+        zip(keys, scopes, bounds, forgotten, strict=True)
+    ):
+        if bound is not None and at is not None and bound > at:
+            raise reader.fail(
+                _BOUND,
+                ErrorKind.INCONSISTENT,
+                "is later than forgotten_at; it would block a fact re-told after the forget",
+                row,
+            )
+        if bound is None and at is None:
+            raise reader.fail(
+                _BOUND,
+                ErrorKind.MISSING,
+                "is null, and so is forgotten_at; a tombstone needs one of them",
+                row,
+            )
+        tombstones.append(
+            ForgetTombstone(
+                key=key,  # type: ignore[arg-type]
+                scope=scope,
+                forgotten_at=_instant(bound if at is None else at),  # type: ignore[arg-type]
+                blocks_sources_before=_instant(at if bound is None else bound),  # type: ignore[arg-type]
+            )
+        )
+    return tombstones
+
+
+_BOUND = "blocks_sources_before"
+_FORGOTTEN = "forgotten_at"

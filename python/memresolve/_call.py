@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import MemoryRecord
 from memresolve._result import RawResolution, Resolution
 from memresolve.errors import ErrorKind, InternalError, InvalidInputError
 

@@ -12,8 +12,9 @@ from typing import TextIO
 
 from memresolve._api import resolve
 from memresolve._backend import backend_name
+from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._jsonl import context_to_json, read_contexts, read_records, read_tombstones
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._records import MemoryRecord
 from memresolve._result import Resolution
 from memresolve._version import __version__
 from memresolve.errors import InvalidInputError

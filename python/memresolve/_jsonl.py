@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import IO, Any, TypeAlias, TypeVar
 
 from memresolve import _validate as check
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
-from memresolve._scopes import SCOPE_TYPES, Scope
-from memresolve._types import SCOPE_ID_COLUMNS
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import RECORD_DEFAULTS, RECORD_FIELDS, MemoryRecord
+from memresolve._scopes import SCOPE_TYPES, Scope, make_scope, scope_owner
+from memresolve._types import SCOPE_ID_COLUMNS, SCOPE_OWNER_COLUMN
 from memresolve._validate import Subject
 from memresolve.errors import ErrorKind, InvalidInputError
 
@@ -52,20 +53,12 @@ JsonObject: TypeAlias = dict[str, Any]
 T = TypeVar("T")
 
 _SCOPE_TYPES: dict[str, type[Scope]] = {scope.kind.value: scope for scope in SCOPE_TYPES}
-_RECORD_REQUIRED = (
-    "id",
-    "key",
-    "value",
-    "scope",
-    "status",
-    "authority",
-    "confidence",
-    "valid_from",
-    "version",
-)
-_RECORD_OPTIONAL = ("valid_until", "source_message_ids", "supersedes", "observed_at")
+# The record's own tables: the fields with a default may be left out (and take it).
+_RECORD_REQUIRED = tuple(name for name in RECORD_FIELDS if name not in RECORD_DEFAULTS)
+_RECORD_OPTIONAL = tuple(name for name in RECORD_FIELDS if name in RECORD_DEFAULTS)
+_INSTANT_FIELDS = ("valid_from", "valid_until", "observed_at")
 _CONTEXT_REQUIRED = ("now", "user_id", "character_id", "conversation_id")
-_TOMBSTONE_REQUIRED = ("key", "scope", "forgotten_at", "blocks_sources_before")
+_TOMBSTONE_REQUIRED = ("key", "scope", "forgotten_at")
 
 
 # Objects <-> JSON values ------------------------------------------------------------------
@@ -129,8 +122,13 @@ def _fields(
 
 
 def scope_to_json(scope: Scope) -> JsonObject:
+    """``{"kind": ..., <its ids>}``, and the owner as ``user_id`` when there is one."""
     names = SCOPE_ID_COLUMNS[scope.kind]
-    return {"kind": scope.kind.value, **dict(zip(names, scope.fields, strict=True))}
+    obj: JsonObject = {"kind": scope.kind.value, **dict(zip(names, scope.fields, strict=True))}
+    owner = scope_owner(scope)
+    if owner is not None:
+        obj[str(SCOPE_OWNER_COLUMN[scope.kind])] = owner
+    return obj
 
 
 def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Scope:
@@ -156,8 +154,9 @@ def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Sc
         )
     scope_type = _SCOPE_TYPES[kind]
     names = SCOPE_ID_COLUMNS[scope_type.kind]
+    owner_column = SCOPE_OWNER_COLUMN[scope_type.kind]
     for name in value:
-        if name != "kind" and name not in names:
+        if name != "kind" and name not in names and name != owner_column:
             nested.fail(
                 f"{field}.{name}", ErrorKind.UNKNOWN_FIELD, f"is not a field of a {kind} scope"
             )
@@ -166,7 +165,10 @@ def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Sc
         if name not in value:
             nested.fail(f"{field}.{name}", ErrorKind.MISSING, "is missing")
         ids.append(check.text(value[name], nested, f"{field}.{name}"))
-    return scope_type(*ids)
+    owner = None
+    if owner_column is not None:
+        owner = check.optional_text(value.get(owner_column), nested, f"{field}.{owner_column}")
+    return make_scope(scope_type.kind, ids, owner)
 
 
 def record_to_json(record: MemoryRecord) -> JsonObject:
@@ -196,7 +198,7 @@ def record_from_json(obj: object) -> MemoryRecord:
         if isinstance(record_id, str) and record_id
         else Subject("record")
     )
-    fields = _fields(obj, subject, _RECORD_REQUIRED, _RECORD_OPTIONAL)
+    fields = dict(_fields(obj, subject, _RECORD_REQUIRED, _RECORD_OPTIONAL))
     source_ids = fields.get("source_message_ids", [])
     if not isinstance(source_ids, list):
         subject.fail(
@@ -204,21 +206,11 @@ def record_from_json(obj: object) -> MemoryRecord:
             ErrorKind.WRONG_TYPE,
             f"must be an array, got {_json_type(source_ids)}",
         )
-    return MemoryRecord(
-        id=fields["id"],
-        key=fields["key"],
-        value=fields["value"],
-        scope=scope_from_json(fields["scope"], subject),
-        status=fields["status"],
-        authority=fields["authority"],
-        confidence=fields["confidence"],
-        valid_from=_instant_from_json(fields["valid_from"], subject, "valid_from"),
-        valid_until=_optional_instant_from_json(fields.get("valid_until"), subject, "valid_until"),
-        source_message_ids=source_ids,
-        supersedes=fields.get("supersedes"),
-        version=fields["version"],
-        observed_at=_optional_instant_from_json(fields.get("observed_at"), subject, "observed_at"),
-    )
+    fields["scope"] = scope_from_json(fields["scope"], subject)
+    for name in _INSTANT_FIELDS:
+        if name in fields:
+            fields[name] = _optional_instant_from_json(fields[name], subject, name)
+    return MemoryRecord(**fields)
 
 
 def context_to_json(context: RetrievalContext) -> JsonObject:
@@ -254,13 +246,13 @@ def tombstone_to_json(tombstone: ForgetTombstone) -> JsonObject:
 
 def tombstone_from_json(obj: object) -> ForgetTombstone:
     subject = Subject("tombstone")
-    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED)
+    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED, ("blocks_sources_before",))
     return ForgetTombstone(
         key=fields["key"],
         scope=scope_from_json(fields["scope"], subject),
         forgotten_at=_instant_from_json(fields["forgotten_at"], subject, "forgotten_at"),
-        blocks_sources_before=_instant_from_json(
-            fields["blocks_sources_before"], subject, "blocks_sources_before"
+        blocks_sources_before=_optional_instant_from_json(  # type: ignore[arg-type]
+            fields.get("blocks_sources_before"), subject, "blocks_sources_before"
         ),
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final, Protocol
 
 from memresolve import _backend, _native_loader, reference
-from memresolve._records import ForgetTombstone, RetrievalContext
+from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._result import RawResolution
 from memresolve.errors import BackendUnavailableError
 

@@ -1,18 +1,20 @@
 """The compiled Rust module (PyO3). Private: import ``memresolve`` instead."""
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from typing_extensions import disjoint_base
 
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import MemoryRecord
 from memresolve._scopes import Scope
 from memresolve._types import Authority, Status
 
 __all__ = [
     "AUTHORITY_NAMES",
     "DECISION_NAMES",
+    "DEFAULT_STATUS",
+    "DEFAULT_VERSION",
     "ERROR_KIND_NAMES",
     "ID_COLUMN_NAMES",
     "REASON_NAMES",
@@ -25,6 +27,7 @@ __all__ = [
     "resolve_rows",
     "scope_id",
     "scope_id_columns",
+    "scope_owner_columns",
 ]
 
 __version__: str
@@ -36,11 +39,16 @@ REASON_NAMES: list[str]
 ID_COLUMN_NAMES: list[str]
 DECISION_NAMES: list[str]
 ERROR_KIND_NAMES: list[str]
+DEFAULT_STATUS: str
+DEFAULT_VERSION: int
 
 def scope_id_columns() -> list[list[str]]:
     """The id columns each scope kind is made of, by kind code."""
 
-def scope_id(kind: str, fields: list[str]) -> str:
+def scope_owner_columns() -> list[str | None]:
+    """The owner column of each scope kind (``None``: the kind has none), by kind code."""
+
+def scope_id(kind: str, fields: list[str], owner: str | None = None) -> str:
     """The canonical scope identifier (``docs/spec.md`` §1.2), computed by the Rust core."""
 
 @disjoint_base
@@ -52,21 +60,26 @@ class RecordCore:
 
     def __new__(
         cls,
-        *,
-        id: str,
-        key: str,
-        value: str,
-        scope: Scope,
-        status: Status | str,
-        authority: Authority | str,
-        confidence: float,
-        valid_from: datetime,
-        valid_until: datetime | None = None,
-        source_message_ids: Iterable[str] = ...,
-        supersedes: str | None = None,
-        version: int,
-        observed_at: datetime | None = None,
-    ) -> RecordCore: ...
+        *args: object,
+        id: object = ...,
+        key: object = ...,
+        value: object = ...,
+        scope: object = ...,
+        status: object = ...,
+        authority: object = ...,
+        confidence: object = ...,
+        valid_from: object = ...,
+        valid_until: object = ...,
+        source_message_ids: object = ...,
+        supersedes: object = ...,
+        version: object = ...,
+        observed_at: object = ...,
+        **unknown: object,
+    ) -> RecordCore:
+        """Every field checked by the reference's rules; a field left out takes its default
+        (``_records.RECORD_DEFAULTS``) or is a ``missing`` error; positional or unknown
+        arguments are errors too. All are ``InvalidInputError``."""
+
     @property
     def id(self) -> str: ...
     @property

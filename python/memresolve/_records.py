@@ -1,37 +1,51 @@
-"""The inputs of a resolution: memory records, the retrieval context, forget tombstones.
+"""Memory records: the one record class, on the native or the pure-Python storage.
 
-All three are frozen and validated once, at construction (``docs/spec.md`` §1): a value
-that exists is a valid one, so both backends see exactly the same domain.
-``repr`` never shows a record's ``value``.
+A record is frozen and validated once, at construction (``docs/spec.md``
+§1.3): a record that exists is a valid one, so both backends see exactly the
+same domain. ``repr`` never shows a record's ``value``. Every way to build a
+record (the constructor, ``from_dict``, JSON Lines, Arrow) applies the same
+rules and the same defaults (``RECORD_DEFAULTS``), and reports every problem,
+a missing or unknown argument included, as ``InvalidInputError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Generic, Self, TypeVar, overload
 
-from memresolve import _backend, _native_loader
+from memresolve import _backend, _native_loader, _rows
 from memresolve import _validate as check
-from memresolve._scopes import SCOPE_TYPES, Scope
-from memresolve._types import SCOPE_ID_COLUMNS, Authority, Status
+from memresolve._scopes import SCOPE_TYPES, Scope, scope_owner
+from memresolve._types import (
+    SCOPE_ID_COLUMNS,
+    SCOPE_OWNER_COLUMN,
+    Authority,
+    AuthorityName,
+    Status,
+    StatusName,
+)
 from memresolve._validate import Subject
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
-    "ForgetTombstone",
+    "RECORD_DEFAULTS",
+    "RECORD_FIELDS",
+    "RECORD_TYPES",
     "MemoryRecord",
+    "PurePythonMemoryRecord",
     "RecordStorage",
-    "RetrievalContext",
-    "check_tombstone_scope",
+    "check_records",
+    "check_scope",
 ]
 
 _SCOPE_TYPE_NAMES = "UserScope, CharacterScope, ConversationScope or SceneScope"
-_SCOPE_FIELD_NAMES = {kind: SCOPE_ID_COLUMNS[kind.kind] for kind in SCOPE_TYPES}
 
 
-def _scope(value: object, subject: Subject, field_name: str) -> Scope:
+def check_scope(value: object, subject: Subject, field_name: str) -> Scope:
+    """The scope rule: exactly one of the four scope classes, with valid ids and owner."""
     # Exactly these classes: a subclass could change equality or its kind and so
     # meet, or pose as, another scope.
     if type(value) not in SCOPE_TYPES:
@@ -43,8 +57,11 @@ def _scope(value: object, subject: Subject, field_name: str) -> Scope:
     scope: Scope = value  # type: ignore[assignment]
     # Checked when built, but a frozen object can still be altered
     # (object.__setattr__, crafted pickle state): check its ids again.
-    for name, field_value in zip(_SCOPE_FIELD_NAMES[type(scope)], scope.fields, strict=True):
+    for name, field_value in zip(SCOPE_ID_COLUMNS[scope.kind], scope.fields, strict=True):
         check.text(field_value, subject, f"{field_name}.{name}")
+    owner_column = SCOPE_OWNER_COLUMN[scope.kind]
+    if owner_column is not None:
+        check.optional_text(scope_owner(scope), subject, f"{field_name}.{owner_column}")
     return scope
 
 
@@ -63,7 +80,7 @@ _RECORD_RULES: dict[str, Callable[[object, Subject, str], object]] = {
     "id": check.text,
     "key": check.text,
     "value": check.any_text,
-    "scope": _scope,
+    "scope": check_scope,
     "status": _status,
     "authority": _authority,
     "confidence": check.confidence,
@@ -74,7 +91,30 @@ _RECORD_RULES: dict[str, Callable[[object, Subject, str], object]] = {
     "version": check.int64,
     "observed_at": check.optional_instant,
 }
-RECORD_FIELDS = tuple(_RECORD_RULES)
+RECORD_FIELDS: Final = tuple(_RECORD_RULES)
+
+#: The fields a record may omit, and the value each then takes (docs/spec.md
+#: §1.3). The only defaults: every reader applies these, none other.
+RECORD_DEFAULTS: Final[Mapping[str, object]] = {
+    "status": Status.ACTIVE,
+    "valid_until": None,
+    "source_message_ids": (),
+    "supersedes": None,
+    "version": 1,
+    "observed_at": None,
+}
+
+
+class _Missing:
+    """The default of a constructor argument that was not given."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+MISSING: Final = _Missing()
 
 
 def _record_subject(record_id: str | None) -> Subject:
@@ -91,6 +131,54 @@ def normalize_record_field(record_id: str | None, field_name: str, value: object
     return _RECORD_RULES[field_name](value, _record_subject(record_id), field_name)
 
 
+def missing_field_error(record_id: str | None, field_name: str) -> InvalidInputError:
+    """A required argument of the constructor was not given."""
+    return InvalidInputError(
+        f"{_record_subject(record_id).label}: field {field_name!r} is missing",
+        kind=ErrorKind.MISSING,
+        record_id=record_id,
+        field=field_name,
+    )
+
+
+def argument_error(id_value: object, positional: int, unknown: Sequence[str]) -> InvalidInputError:
+    """Positional arguments, or keyword arguments that are not fields of a record."""
+    record_id = id_value if type(id_value) is str and id_value else None
+    label = _record_subject(record_id).label
+    if positional:
+        return InvalidInputError(
+            f"{label}: MemoryRecord takes keyword arguments only, got {positional} positional",
+            kind=ErrorKind.WRONG_TYPE,
+            record_id=record_id,
+        )
+    name = unknown[0]
+    return InvalidInputError(
+        f"{label}: field {name!r} is not a field of MemoryRecord"
+        f" (fields: {', '.join(RECORD_FIELDS)})",
+        kind=ErrorKind.UNKNOWN_FIELD,
+        record_id=record_id,
+        field=name,
+    )
+
+
+def _check_fields(self: object, given: dict[str, object]) -> None:
+    """Checks every field of ``given`` (defaults filled in) into the slots of ``self``."""
+    subject = _record_subject(None)
+    record_id: str | None = None
+    for name, rule in _RECORD_RULES.items():
+        value = given[name]
+        if value is MISSING:
+            if name not in RECORD_DEFAULTS:
+                raise missing_field_error(record_id, name)
+            value = RECORD_DEFAULTS[name]
+        checked = rule(value, subject, name)
+        if name == "id":
+            record_id = str(checked)
+            subject = _record_subject(record_id)
+        # The slot itself: a subclass may override the attribute (a property).
+        _SLOT_SETTERS[name](self, checked)
+
+
 class RecordStorage:
     """The pure-Python storage of a record: checks every field once, then holds it.
 
@@ -102,52 +190,128 @@ class RecordStorage:
 
     __slots__ = RECORD_FIELDS
 
-    def __new__(
-        cls,
-        *,
-        id: str,
-        key: str,
-        value: str,
-        scope: Scope,
-        status: Status | str,
-        authority: Authority | str,
-        confidence: float,
-        valid_from: datetime,
-        valid_until: datetime | None = None,
-        source_message_ids: Iterable[str] = (),
-        supersedes: str | None = None,
-        version: int,
-        observed_at: datetime | None = None,
-    ) -> Self:
-        given = {
-            "id": id,
-            "key": key,
-            "value": value,
-            "scope": scope,
-            "status": status,
-            "authority": authority,
-            "confidence": confidence,
-            "valid_from": valid_from,
-            "valid_until": valid_until,
-            "source_message_ids": source_message_ids,
-            "supersedes": supersedes,
-            "version": version,
-            "observed_at": observed_at,
-        }
-        self = object.__new__(cls)
-        subject = _record_subject(None)
-        for name, rule in _RECORD_RULES.items():
-            checked = rule(given[name], subject, name)
-            if name == "id":
-                subject = _record_subject(str(checked))
-            # The slot itself: a subclass may override the attribute (a property).
-            _SLOT_SETTERS[name](self, checked)
-        return self
+    if TYPE_CHECKING:
+        # What a type checker sees: the public signature (see MemoryRecord).
+        def __new__(
+            cls,
+            *,
+            id: str,
+            key: str,
+            value: str,
+            scope: Scope,
+            status: Status | StatusName = Status.ACTIVE,
+            authority: Authority | AuthorityName,
+            confidence: float,
+            valid_from: datetime,
+            valid_until: datetime | None = None,
+            source_message_ids: Iterable[str] = (),
+            supersedes: str | None = None,
+            version: int = 1,
+            observed_at: datetime | None = None,
+        ) -> Self: ...
+
+    else:
+
+        def __new__(
+            cls,
+            *args,
+            id=MISSING,
+            key=MISSING,
+            value=MISSING,
+            scope=MISSING,
+            status=MISSING,
+            authority=MISSING,
+            confidence=MISSING,
+            valid_from=MISSING,
+            valid_until=MISSING,
+            source_message_ids=MISSING,
+            supersedes=MISSING,
+            version=MISSING,
+            observed_at=MISSING,
+            **unknown,
+        ):
+            if args or unknown:
+                raise argument_error(id, len(args), tuple(unknown))
+            self = object.__new__(cls)
+            _check_fields(self, locals())
+            return self
 
 
 _SLOT_SETTERS: dict[str, Callable[[object, object], None]] = {
     name: RecordStorage.__dict__[name].__set__ for name in RECORD_FIELDS
 }
+
+G = TypeVar("G")
+S = TypeVar("S")
+
+
+class _Field(Generic[G, S]):
+    """For type checkers only: a field read as ``G`` and given as ``S``.
+
+    ``status`` reads as a ``Status`` but may be given as ``"expired"``, in
+    the constructor and in ``dataclasses.replace``; a typo such as
+    ``"Active"`` is then a type error, not only a run-time one.
+    """
+
+    @overload
+    def __get__(self, obj: None, owner: Any) -> _Field[G, S]: ...
+    @overload
+    def __get__(self, obj: object, owner: Any) -> G: ...
+    def __get__(self, obj: object, owner: Any) -> Any: ...  # pragma: no cover
+    def __set__(self, obj: object, value: S) -> None: ...  # pragma: no cover
+
+
+class _RecordMethods:
+    """What a record can do beyond holding its fields (shared by the storage twins)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> Self:
+        """The record of a flat ``row``, named as the Arrow columns (``scope_kind``,
+        ``user_id``, ...; see ``to_dict``). Missing optional fields take the
+        record defaults; an unknown name, or an id the scope kind does not use,
+        is an ``InvalidInputError``.
+        """
+        return _rows.from_row(cls, row, RECORD_FIELDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a flat row: every field, the scope as ``scope_kind`` and
+        the four id columns (``None`` where unused), enums as their string
+        values. ``from_dict`` reads it back into an equal record.
+        """
+        return _rows.to_row({name: getattr(self, name) for name in RECORD_FIELDS})
+
+    def corrected(
+        self,
+        value: str,
+        *,
+        at: datetime,
+        id: str,
+        authority: Authority | AuthorityName = Authority.USER_CORRECTED,
+        confidence: float = 1.0,
+        source_message_ids: Iterable[str] = (),
+    ) -> Self:
+        """A new record that corrects this one: same key and scope, ``supersedes``
+        this record, ``version`` one more, valid from ``at``.
+
+        Raises:
+            InvalidInputError: an argument breaks a rule, or the version would
+                not fit in 64 bits.
+        """
+        fields = {name: getattr(self, name) for name in ("key", "scope")}
+        build: Callable[..., Self] = type(self)
+        return build(
+            id=id,
+            value=value,
+            authority=authority,
+            confidence=confidence,
+            valid_from=at,
+            source_message_ids=source_message_ids,
+            supersedes=getattr(self, "id"),  # noqa: B009 - the slot, typed on the subclass
+            version=getattr(self, "version") + 1,  # noqa: B009
+            **fields,
+        )
 
 
 def _storage_class() -> type[RecordStorage]:
@@ -162,33 +326,41 @@ if TYPE_CHECKING:
 else:
     _Storage = _storage_class()
 
+_DOC = """One stored memory: a value for a semantic ``key`` in a ``scope``, with its lifecycle.
 
-@dataclass(frozen=True, init=False)
-class MemoryRecord(_Storage):
-    """One stored memory: a value for a semantic ``key`` in a ``scope``, with its lifecycle.
-
-    All arguments are keyword-only. ``status`` and ``authority`` take an enum
-    member or its string value (``"user-corrected"``). ``observed_at`` is when
-    the evidence behind the record was observed (for a summary, its oldest
-    source); ``None`` means ``valid_from``.
+    All arguments are keyword-only; ``status`` (default ``active``),
+    ``valid_until``, ``source_message_ids`` (default ``()``), ``supersedes``,
+    ``version`` (default 1) and ``observed_at`` may be omitted. ``status``
+    and ``authority`` take an enum member or its string value
+    (``"user-corrected"``). ``observed_at`` is when the evidence behind the
+    record was observed (for a summary, its oldest source); ``None`` means
+    ``valid_from``.
 
     Every field is checked once, here; a record that exists is a valid one.
     With the compiled extension the fields are stored natively as well, so the
     Rust resolver reads them without touching Python objects.
 
     Raises:
-        InvalidInputError: a field breaks a rule of ``docs/spec.md`` §1.3; the error names the
-            record id and the field.
+        InvalidInputError: an argument is missing, unknown or breaks a rule
+            of ``docs/spec.md`` §1.3; the error names the record id and field.
     """
 
+
+@dataclass(frozen=True, init=False, kw_only=True)
+class MemoryRecord(_RecordMethods, _Storage):
+    __doc__ = _DOC
     __slots__ = ()
 
     id: str
     key: str
     value: str = field(repr=False)  # may be private text: never shown, never logged
     scope: Scope
-    status: Status
-    authority: Authority
+    if TYPE_CHECKING:
+        status: _Field[Status, Status | StatusName] = _Field()
+        authority: _Field[Authority, Authority | AuthorityName] = _Field()
+    else:
+        status: Status
+        authority: Authority
     confidence: float
     valid_from: datetime
     valid_until: datetime | None
@@ -207,6 +379,25 @@ class MemoryRecord(_Storage):
 
 def _rebuild_record(cls: type[MemoryRecord], fields: dict[str, Any]) -> MemoryRecord:
     return cls(**fields)
+
+
+def _signature() -> inspect.Signature:
+    """The constructor's signature, as ``help()`` and ``inspect`` show it on either storage."""
+    annotations = {
+        "status": "Status | str",
+        "authority": "Authority | str",
+        "source_message_ids": "Iterable[str]",
+    }
+    parameters = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=RECORD_DEFAULTS.get(name, inspect.Parameter.empty),
+            annotation=annotations.get(name, MemoryRecord.__annotations__.get(name)),
+        )
+        for name in RECORD_FIELDS
+    ]
+    return inspect.Signature(parameters, return_annotation="MemoryRecord")
 
 
 def _pure_python_twin() -> type[MemoryRecord]:
@@ -229,13 +420,15 @@ def _pure_python_twin() -> type[MemoryRecord]:
         "value": field(repr=False),
         "__reduce__": MemoryRecord.__reduce__,
     }
-    twin: type[MemoryRecord] = dataclass(frozen=True, init=False)(
-        type("PurePythonMemoryRecord", (RecordStorage,), namespace)
+    twin: type[MemoryRecord] = dataclass(frozen=True, init=False, kw_only=True)(
+        type("PurePythonMemoryRecord", (_RecordMethods, RecordStorage), namespace)
     )
     return twin
 
 
 PurePythonMemoryRecord = _pure_python_twin()
+for _class in {MemoryRecord, PurePythonMemoryRecord}:
+    _class.__signature__ = _signature()  # type: ignore[attr-defined]
 #: Every class whose instances are records: ``MemoryRecord``, and its
 #: pure-Python twin when that is a different class.
 RECORD_TYPES: tuple[type[MemoryRecord], ...] = tuple(
@@ -286,66 +479,3 @@ def check_records(rows: Sequence[object]) -> Sequence[MemoryRecord]:
         if earlier != row:
             raise duplicate_id_error(record.id, earlier, row)
     return rows  # type: ignore[return-value]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetrievalContext:
-    """Where and when memories are retrieved: the current user, character, conversation, scene.
-
-    ``now`` is required: memresolve never reads the clock, so every worker
-    given the same context picks the same winners.
-    """
-
-    now: datetime
-    user_id: str
-    character_id: str
-    conversation_id: str
-    scene_id: str | None = None
-
-    def __post_init__(self) -> None:
-        subject = Subject("context")
-        object.__setattr__(self, "now", check.instant(self.now, subject, "now"))
-        for name in ("user_id", "character_id", "conversation_id"):
-            object.__setattr__(self, name, check.text(getattr(self, name), subject, name))
-        object.__setattr__(
-            self, "scene_id", check.optional_text(self.scene_id, subject, "scene_id")
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ForgetTombstone:
-    """A user's "forget this": blocks ``key`` in ``scope`` for evidence up to a moment.
-
-    A record with the same key and an equal scope whose evidence time
-    (``observed_at``, else ``valid_from``) is at or before
-    ``blocks_sources_before`` is excluded as ``forgotten``, whatever ``now``
-    is. The tombstone never holds the forgotten value.
-    """
-
-    key: str
-    scope: Scope
-    forgotten_at: datetime
-    blocks_sources_before: datetime
-
-    def __post_init__(self) -> None:
-        key = check.text(self.key, Subject("tombstone"), "key")
-        subject = Subject(f"tombstone for key {key!r}")
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "scope", _scope(self.scope, subject, "scope"))
-        object.__setattr__(
-            self, "forgotten_at", check.instant(self.forgotten_at, subject, "forgotten_at")
-        )
-        object.__setattr__(
-            self,
-            "blocks_sources_before",
-            check.instant(self.blocks_sources_before, subject, "blocks_sources_before"),
-        )
-
-
-def check_tombstone_scope(tombstone: ForgetTombstone, row: int) -> None:
-    """The scope rule again, at resolve time (see ``_scope``).
-
-    The reference checks every tombstone with it; the native kernel calls it
-    for a scope its fast path does not take, so both raise the same error.
-    """
-    _scope(tombstone.scope, Subject(f"tombstones[{row}]"), "scope")

@@ -1,43 +1,67 @@
 """Scopes: a tagged union compared structurally, and its injective identifier.
 
 ``docs/spec.md`` §1.1-1.2. Each class's fields are its kind's ids, named as in
-``SCOPE_ID_COLUMNS`` (a test keeps the two equal).
+``SCOPE_ID_COLUMNS``, then, for conversation and scene scopes, the optional
+owner ``user_id`` (``SCOPE_OWNER_COLUMN``); a test keeps the classes and the
+tables equal.
+
+Scopes are built on every record a loader reads, so their constructors take
+the common case (an ASCII ``str``, which cannot hold a lone surrogate) without
+calling the general rule; anything else goes through ``_validate.text``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
-from memresolve._types import ScopeKind
+from memresolve._types import SCOPE_ID_COLUMNS, SCOPE_OWNER_COLUMN, ScopeKind
 from memresolve._validate import Subject, text
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
+    "SCOPE_TYPES",
     "CharacterScope",
     "ConversationScope",
     "SceneScope",
     "Scope",
     "UserScope",
+    "make_scope",
+    "scope_from_id",
     "scope_id",
+    "scope_owner",
 ]
 
 
-@dataclass(frozen=True, slots=True)
+def _checked(value: object, scope_class: str, field: str) -> str:
+    # The fast path: an exact, non-empty ASCII str is valid as it is.
+    if type(value) is str and value and value.isascii():
+        return value
+    return text(value, Subject(scope_class), field)
+
+
+def _owner(value: object, scope_class: str) -> str | None:
+    return None if value is None else _checked(value, scope_class, "user_id")
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class UserScope:
     """Facts about the user, visible with every character and in every conversation."""
 
     user_id: str
     kind: ClassVar[ScopeKind] = ScopeKind.USER
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "user_id", text(self.user_id, Subject("UserScope"), "user_id"))
+    def __init__(self, user_id: str) -> None:
+        _set["UserScope.user_id"](self, _checked(user_id, "UserScope", "user_id"))
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The scope's ids, in scope-id order."""
         return (self.user_id,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class CharacterScope:
     """Facts one user shares with one character."""
 
@@ -45,56 +69,103 @@ class CharacterScope:
     character_id: str
     kind: ClassVar[ScopeKind] = ScopeKind.CHARACTER
 
-    def __post_init__(self) -> None:
-        subject = Subject("CharacterScope")
-        object.__setattr__(self, "user_id", text(self.user_id, subject, "user_id"))
-        object.__setattr__(self, "character_id", text(self.character_id, subject, "character_id"))
+    def __init__(self, user_id: str, character_id: str) -> None:
+        _set["CharacterScope.user_id"](self, _checked(user_id, "CharacterScope", "user_id"))
+        _set["CharacterScope.character_id"](
+            self, _checked(character_id, "CharacterScope", "character_id")
+        )
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The scope's ids, in scope-id order."""
         return (self.user_id, self.character_id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ConversationScope:
-    """Facts of one conversation."""
+    """Facts of one conversation; with an owner ``user_id``, visible to that user only.
+
+    Conversation ids minted per user (``conv-1``, ...) collide across users:
+    give the owner and the scope fails closed (``docs/spec.md`` §1.1).
+    """
 
     conversation_id: str
+    user_id: str | None
     kind: ClassVar[ScopeKind] = ScopeKind.CONVERSATION
 
-    def __post_init__(self) -> None:
-        subject = Subject("ConversationScope")
-        object.__setattr__(
-            self, "conversation_id", text(self.conversation_id, subject, "conversation_id")
+    def __init__(self, conversation_id: str, *, user_id: str | None = None) -> None:
+        _set["ConversationScope.conversation_id"](
+            self, _checked(conversation_id, "ConversationScope", "conversation_id")
         )
+        _set["ConversationScope.user_id"](self, _owner(user_id, "ConversationScope"))
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The scope's ids, in scope-id order (the owner is not one of them)."""
         return (self.conversation_id,)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SceneScope:
-    """Facts of one scene of a conversation; never visible when no scene is current."""
+    """Facts of one scene of a conversation; never visible when no scene is current.
+
+    With an owner ``user_id``, visible to that user only.
+    """
 
     conversation_id: str
     scene_id: str
+    user_id: str | None
     kind: ClassVar[ScopeKind] = ScopeKind.SCENE
 
-    def __post_init__(self) -> None:
-        subject = Subject("SceneScope")
-        object.__setattr__(
-            self, "conversation_id", text(self.conversation_id, subject, "conversation_id")
+    def __init__(self, conversation_id: str, scene_id: str, *, user_id: str | None = None) -> None:
+        _set["SceneScope.conversation_id"](
+            self, _checked(conversation_id, "SceneScope", "conversation_id")
         )
-        object.__setattr__(self, "scene_id", text(self.scene_id, subject, "scene_id"))
+        _set["SceneScope.scene_id"](self, _checked(scene_id, "SceneScope", "scene_id"))
+        _set["SceneScope.user_id"](self, _owner(user_id, "SceneScope"))
 
     @property
     def fields(self) -> tuple[str, ...]:
+        """The scope's ids, in scope-id order (the owner is not one of them)."""
         return (self.conversation_id, self.scene_id)
 
 
 Scope: TypeAlias = UserScope | CharacterScope | ConversationScope | SceneScope
-SCOPE_TYPES = (UserScope, CharacterScope, ConversationScope, SceneScope)
+SCOPE_TYPES: tuple[type[Scope], ...] = (UserScope, CharacterScope, ConversationScope, SceneScope)
+SCOPE_TYPE_OF: dict[ScopeKind, type[Scope]] = {scope.kind: scope for scope in SCOPE_TYPES}
+
+# The slots themselves: frozen dataclasses refuse setattr, and going through
+# object.__setattr__ costs more than the whole check.
+_set: dict[str, Callable[[object, object], None]] = {
+    f"{scope.__name__}.{name}": scope.__dict__[name].__set__
+    for scope in SCOPE_TYPES
+    for name in scope.__slots__
+}
+
+
+def make_scope(kind: ScopeKind, ids: Sequence[object], owner: object = None) -> Scope:
+    """The scope of ``kind`` with ``ids`` (in scope-id order) and ``owner`` (checked as
+    the constructor checks them; an owner is only given to a kind that has one)."""
+    match kind:
+        case ScopeKind.USER:
+            (user_id,) = ids
+            return UserScope(user_id)  # type: ignore[arg-type]
+        case ScopeKind.CHARACTER:
+            user_id, character_id = ids
+            return CharacterScope(user_id, character_id)  # type: ignore[arg-type]
+        case ScopeKind.CONVERSATION:
+            (conversation_id,) = ids
+            return ConversationScope(conversation_id, user_id=owner)  # type: ignore[arg-type]
+        case ScopeKind.SCENE:
+            conversation_id, scene_id = ids
+            return SceneScope(conversation_id, scene_id, user_id=owner)  # type: ignore[arg-type]
+
+
+def scope_owner(scope: Scope) -> str | None:
+    """The owner of a conversation or scene scope, ``None`` when unowned or of another kind."""
+    column = SCOPE_OWNER_COLUMN[scope.kind]
+    owner: str | None = None if column is None else getattr(scope, column)
+    return owner
 
 
 def _escape(field: str) -> str:
@@ -103,14 +174,67 @@ def _escape(field: str) -> str:
     return field.replace("%", "%25").replace(":", "%3A")
 
 
+def _unescape(field: str) -> str:
+    return field.replace("%3A", ":").replace("%25", "%")
+
+
 def scope_id(scope: Scope) -> str:
     """The canonical, injective string for ``scope``: kind, then each field escaped, by ``:``.
 
-    Ids without ``:`` or ``%`` give the tutorial's strings:
+    An owned scope adds ``::`` and its escaped owner (fields are never empty,
+    so ``::`` never occurs otherwise). Unowned ids without ``:`` or ``%`` are
+    the tutorial's strings:
 
     >>> scope_id(CharacterScope("u1", "c1"))
     'character:u1:c1'
     >>> scope_id(CharacterScope("a:b", "c")) != scope_id(CharacterScope("a", "b:c"))
     True
+    >>> scope_id(ConversationScope("k1", user_id="u1"))
+    'conversation:k1::u1'
     """
-    return ":".join((scope.kind, *map(_escape, scope.fields)))
+    text_id = ":".join((scope.kind.value, *map(_escape, scope.fields)))
+    owner = scope_owner(scope)
+    return text_id if owner is None else f"{text_id}::{_escape(owner)}"
+
+
+def scope_from_id(text_id: str) -> Scope:
+    """The scope whose ``scope_id`` is ``text_id``: the exact inverse of ``scope_id``.
+
+    >>> scope_from_id("scene:k1:s%3A2::u1")
+    SceneScope(conversation_id='k1', scene_id='s:2', user_id='u1')
+
+    Raises:
+        InvalidInputError: ``text_id`` is not the ``scope_id`` of any scope
+            (kind ``malformed``, or the scope's own error for a bad id).
+    """
+    if not isinstance(text_id, str):
+        raise InvalidInputError(
+            f"scope id: expected a str, got {type(text_id).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="scope_id",
+        )
+    head, marker, owner = text_id.partition("::")
+    kind_name, _, rest = head.partition(":")
+    try:
+        kind = ScopeKind(kind_name)
+    except ValueError:
+        kind = None
+    parts = rest.split(":") if rest else []
+    wanted = None if kind is None else len(SCOPE_ID_COLUMNS[kind])
+    owned_ok = not marker or (kind is not None and SCOPE_OWNER_COLUMN[kind] is not None)
+    if kind is None or len(parts) != wanted or not owned_ok or "::" in owner:
+        raise InvalidInputError(
+            f"scope id {text_id!r} is not the id of a scope"
+            " (kind:id[:id][::owner], each field escaped)",
+            kind=ErrorKind.MALFORMED,
+            field="scope_id",
+        )
+    fields = [_unescape(part) for part in parts]
+    scope = make_scope(kind, fields, _unescape(owner) if marker else None)
+    if scope_id(scope) != text_id:  # a field escaped differently: "%3a", a stray "%"
+        raise InvalidInputError(
+            f"scope id {text_id!r} is not in canonical form (it should read {scope_id(scope)!r})",
+            kind=ErrorKind.MALFORMED,
+            field="scope_id",
+        )
+    return scope

@@ -11,6 +11,7 @@ tables entry by entry.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, TypeAlias
 
 __all__ = [
     "AUTHORITY_RANK",
@@ -20,11 +21,14 @@ __all__ = [
     "REASON_CODE",
     "RESOLVER_VERSION",
     "SCOPE_ID_COLUMNS",
+    "SCOPE_OWNER_COLUMN",
     "Authority",
+    "AuthorityName",
     "Certainty",
     "Reason",
     "ScopeKind",
     "Status",
+    "StatusName",
     "decision_code",
 ]
 
@@ -47,6 +51,11 @@ class Status(StrEnum):
     FORGOTTEN = "forgotten"
 
 
+#: A status as a string, for type checkers: ``status="expired"`` type-checks,
+#: ``status="Active"`` does not.
+StatusName: TypeAlias = Literal["active", "superseded", "expired", "forgotten"]
+
+
 class Authority(StrEnum):
     """Who vouches for a record, from weakest to strongest (definition order is rank)."""
 
@@ -59,6 +68,12 @@ class Authority(StrEnum):
     def rank(self) -> int:
         """Precedence rank: higher wins (``docs/spec.md`` §2.5)."""
         return AUTHORITY_RANK[self]
+
+
+#: An authority as a string, for type checkers.
+AuthorityName: TypeAlias = Literal[
+    "model-inferred", "rule-extracted", "user-confirmed", "user-corrected"
+]
 
 
 class Reason(StrEnum):
@@ -95,6 +110,16 @@ SCOPE_ID_COLUMNS: dict[ScopeKind, tuple[str, ...]] = {
 
 #: The reasons by code: a reason's code is its position in ``Reason``.
 REASON_BY_CODE: tuple[Reason, ...] = tuple(Reason)
+#: The field (and Arrow column) holding the optional owner of a scope of each
+#: kind: the ``user_id`` of conversation and scene scopes; user and character
+#: scopes have none (their user is one of their ids).
+SCOPE_OWNER_COLUMN: dict[ScopeKind, str | None] = {
+    ScopeKind.USER: None,
+    ScopeKind.CHARACTER: None,
+    ScopeKind.CONVERSATION: "user_id",
+    ScopeKind.SCENE: "user_id",
+}
+
 #: Each reason's code.
 REASON_CODE: dict[Reason, int] = {reason: code for code, reason in enumerate(REASON_BY_CODE)}
 
@@ -109,4 +134,4 @@ def decision_code(reason: Reason | None) -> int:
 
 
 # Written into every trace; identifies the contract version, not the package build.
-RESOLVER_VERSION = "memresolve-spec-1"
+RESOLVER_VERSION = "memresolve-spec-2"

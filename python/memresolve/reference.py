@@ -13,9 +13,10 @@ Decisions the tutorial leaves open or makes platform-dependent, made here:
   a fixed UTC offset, so Python compares them by the instant they name, exactly
   to the microsecond (a ``ZoneInfo`` around a daylight-saving change would
   compare wall clocks instead). Naive datetimes cannot reach this module.
-* Scopes are compared structurally (equal kind and fields), never through a
-  joined string, so ``user "a:b"`` and ``user "a"`` never meet. Grouping and
-  tombstone matching both use scope equality.
+* Scopes are compared structurally (equal kind and fields, the owner of a
+  conversation or scene scope included), never through a joined string, so
+  ``user "a:b"`` and ``user "a"`` never meet. Grouping and tombstone matching
+  both use scope equality. An owned scope is visible to its owner only.
 * Each candidate gets exactly one reason: the first stage that excludes it.
   A record stored as ``forgotten`` but outside its validity interval is
   ``status-or-time``; tombstones are checked at stage 3, after time.
@@ -40,13 +41,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from memresolve._call import resolve_with
-from memresolve._records import (
-    ForgetTombstone,
-    MemoryRecord,
-    RetrievalContext,
-    check_records,
-    check_tombstone_scope,
-)
+from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
+from memresolve._records import MemoryRecord, check_records
 from memresolve._result import RawResolution
 from memresolve._scopes import (
     CharacterScope,
@@ -90,20 +86,25 @@ NAME: Final = "reference"
 
 
 def scope_matches(scope: Scope, context: RetrievalContext) -> bool:
-    """Whether a record in ``scope`` is visible in ``context`` (``docs/spec.md`` §1.1)."""
+    """Whether a record in ``scope`` is visible in ``context`` (``docs/spec.md`` §1.1).
+
+    An owned conversation or scene scope is visible only to its owner's
+    contexts: it fails closed across users.
+    """
     match scope:
         case UserScope(user_id=user_id):
             return user_id == context.user_id
         case CharacterScope(user_id=user_id, character_id=character_id):
             return user_id == context.user_id and character_id == context.character_id
-        case ConversationScope(conversation_id=conversation_id):
-            return conversation_id == context.conversation_id
-        case SceneScope(conversation_id=conversation_id, scene_id=scene_id):
+        case ConversationScope(conversation_id=conversation_id, user_id=owner):
+            return conversation_id == context.conversation_id and owner in (None, context.user_id)
+        case SceneScope(conversation_id=conversation_id, scene_id=scene_id, user_id=owner):
             # A context with no current scene sees no scene's records.
             return (
                 context.scene_id is not None
                 and conversation_id == context.conversation_id
                 and scene_id == context.scene_id
+                and owner in (None, context.user_id)
             )
 
 

@@ -30,7 +30,7 @@ impl<'t> Table<'t> {
         };
         if matches!(
             value_kind,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
         ) {
             Ok(())
         } else {
@@ -170,6 +170,14 @@ impl<'t> Table<'t> {
     ) -> Checked<()> {
         let kind = self.field_type(column)?;
         match &kind {
+            // Every row null (a producer's type for an all-null column).
+            DataType::Null => {
+                self.chunks(column)?;
+                for row in 0..self.rows {
+                    visit(row, None)?;
+                }
+                return Ok(());
+            }
             DataType::Timestamp(_, Some(_)) => {}
             DataType::Timestamp(_, None) => {
                 return Err(self.fail(
@@ -222,6 +230,16 @@ impl<'t> Table<'t> {
         Ok(())
     }
 
+    /// A column of the Arrow `null` type where values are required: its
+    /// first row is the error (none in an empty table).
+    fn all_null(&self, column: &str) -> Checked<()> {
+        self.chunks(column)?;
+        match self.rows {
+            0 => Ok(()),
+            _ => Err(self.fail(column, ErrorKind::Missing, REQUIRED, Some(0))),
+        }
+    }
+
     /// A required timestamp column, as microseconds.
     pub(super) fn required_instants(&self, column: &str) -> Checked<Vec<i64>> {
         let mut micros = Vec::with_capacity(self.rows);
@@ -252,6 +270,9 @@ impl<'t> Table<'t> {
     /// A signed integer column of at most 64 bits (or unsigned of at most 32), non-null.
     pub(super) fn integers(&self, column: &str) -> Checked<Vec<i64>> {
         let kind = self.field_type(column)?;
+        if kind == DataType::Null {
+            return self.all_null(column).map(|()| Vec::new());
+        }
         if !is_integer(&kind) {
             return Err(self.wrong_type(column, INTEGER_COLUMN, &kind));
         }
@@ -283,6 +304,9 @@ impl<'t> Table<'t> {
             return Ok(());
         }
         let kind = self.field_type(column)?;
+        if kind == DataType::Null {
+            return self.all_null(column);
+        }
         if !matches!(
             kind,
             DataType::Float16 | DataType::Float32 | DataType::Float64

@@ -1,12 +1,15 @@
 //! The contexts table: each row's `context_id` and retrieval context.
 
 use super::{Checked, Table};
+use crate::error::ErrorKind;
+use crate::resolve::hash::{map_with_capacity, Map};
 use crate::resolve::Context;
 
 /// Each row's `context_id` and context, in row order.
 ///
 /// # Errors
-/// The first broken rule, column by column.
+/// The first broken rule, column by column, then the first `context_id`
+/// that repeats an earlier row's (its rows would be indistinguishable).
 pub fn read_contexts<'t>(table: &Table<'t>) -> Checked<(Vec<&'t str>, Vec<Context<'t>>)> {
     let context_ids = table.required_texts("context_id", false)?;
     let now = table.required_instants("now")?;
@@ -30,5 +33,17 @@ pub fn read_contexts<'t>(table: &Table<'t>) -> Checked<(Vec<&'t str>, Vec<Contex
             },
         )
         .collect();
+    let mut first_row_of: Map<&str, usize> = map_with_capacity(context_ids.len());
+    for (row, id) in context_ids.iter().enumerate() {
+        let earlier = *first_row_of.entry(id).or_insert(row);
+        if earlier != row {
+            return Err(table.fail(
+                "context_id",
+                ErrorKind::DuplicateId,
+                format_args!("repeats the context_id of row {earlier}"),
+                Some(row),
+            ));
+        }
+    }
     Ok((context_ids, contexts))
 }

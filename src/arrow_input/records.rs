@@ -9,7 +9,7 @@ use super::{run_all, Checked, Table, Task};
 use crate::batch::intern::{first_duplicate, KeyRanks, Numbering, NO_ROW};
 use crate::batch::Store;
 use crate::error::{Broken, Error, ErrorKind};
-use crate::model::{Authority, IdColumn, ScopeKind, Status};
+use crate::model::{Authority, IdColumn, ScopeKind, Status, DEFAULT_STATUS, DEFAULT_VERSION};
 use crate::resolve::hash::{text_hasher, Hashed};
 
 /// The ids, and the rows of the first repeated one.
@@ -45,12 +45,12 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
         Box::new(|| characters = Some(intern_id_column(table, IdColumn::CharacterId, state))),
         Box::new(|| conversations = Some(intern_id_column(table, IdColumn::ConversationId, state))),
         Box::new(|| scenes = Some(intern_id_column(table, IdColumn::SceneId, state))),
-        Box::new(|| statuses = Some(table.vocabulary::<Status>("status"))),
+        Box::new(|| statuses = Some(read_statuses(table))),
         Box::new(|| authorities = Some(table.vocabulary::<Authority>("authority"))),
         Box::new(|| valid_from = Some(table.required_instants("valid_from"))),
         Box::new(|| valid_until = Some(table.optional_instants("valid_until"))),
         Box::new(|| supersedes = Some(read_supersedes(table, state))),
-        Box::new(|| versions = Some(table.integers("version"))),
+        Box::new(|| versions = Some(read_versions(table))),
         Box::new(|| observed_at = Some(table.optional_instants("observed_at"))),
         Box::new(|| confidences = Some(table.check_confidences("confidence"))),
     ];
@@ -78,7 +78,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
     // Then the scope ids row by row, then unique record ids.
     let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] =
         id_columns;
-    let (scopes, scope_numbers) = index_scopes(
+    let (scopes, scope_numbers, slots) = index_scopes(
         table,
         &kinds,
         [&users, &characters, &conversations, &scenes],
@@ -104,7 +104,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
     }
     Ok(Store {
         ids,
-        kinds,
+        slots,
         scope_numbers,
         key_ranks,
         supersedes,
@@ -134,6 +134,24 @@ fn check_store_size(table: &Table<'_>) -> Checked<()> {
         ),
         None,
     ))
+}
+
+/// The `status` column; absent, every record has the default status.
+fn read_statuses(table: &Table<'_>) -> Checked<Vec<Status>> {
+    if table.has("status") {
+        table.vocabulary::<Status>("status")
+    } else {
+        Ok(vec![DEFAULT_STATUS; table.rows()])
+    }
+}
+
+/// The `version` column; absent, every record has the default version.
+fn read_versions(table: &Table<'_>) -> Checked<Vec<i64>> {
+    if table.has("version") {
+        table.integers("version")
+    } else {
+        Ok(vec![DEFAULT_VERSION; table.rows()])
+    }
 }
 
 /// The `id` column hashed, and its first repeated id.

@@ -112,10 +112,9 @@ fn a_valid_table_reads_every_column() {
     };
     assert_eq!(store.len(), 3);
     assert_eq!(store.id(2), Some("m3"));
-    assert_eq!(
-        store.kinds,
-        [ScopeKind::User, ScopeKind::User, ScopeKind::Scene]
-    );
+    let kinds: Vec<ScopeKind> = store.slots.iter().map(|slot| slot.kind).collect();
+    assert_eq!(kinds, [ScopeKind::User, ScopeKind::User, ScopeKind::Scene]);
+    assert!(store.slots.iter().all(|slot| !slot.owned));
     assert_eq!(
         store.statuses,
         [Status::Active, Status::Active, Status::Expired]
@@ -136,8 +135,8 @@ fn a_valid_table_reads_every_column() {
 fn each_rule_reports_its_kind_column_and_row() {
     let cases: Vec<(Columns, Expected)> = vec![
         (
-            with(record_columns(), "status", None),
-            (ErrorKind::MissingColumn, "status", None),
+            with(record_columns(), "authority", None),
+            (ErrorKind::MissingColumn, "authority", None),
         ),
         (
             with(
@@ -280,4 +279,174 @@ fn contexts_and_tombstones_are_read_in_row_order() {
         ),
         Ok(_) => panic!("a character tombstone without a character id was accepted"),
     }
+}
+
+#[test]
+fn a_user_id_on_a_conversation_or_scene_row_is_its_owner() {
+    let owned = with(
+        record_columns(),
+        "user_id",
+        Some(strings(&[Some("u1"), Some("u1"), Some("u7")])),
+    );
+    let batches = [batch(owned)];
+    let table = Table::new("records", batches[0].schema(), &batches);
+    let store = match read_records(&table) {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(store.slots.get(2).map(|slot| slot.owned), Some(true));
+    let owned_scene = crate::resolve::ScopeRef::scene("k1", "s1").owned_by("u7");
+    assert!(store.scope_number(&owned_scene).is_some());
+    assert!(store
+        .scope_number(&crate::resolve::ScopeRef::scene("k1", "s1"))
+        .is_none());
+    // An empty owner is an error, not "unowned".
+    let empty_owner = with(
+        record_columns(),
+        "user_id",
+        Some(strings(&[Some("u1"), Some("u1"), Some("")])),
+    );
+    let (kind, column, row, _) = records_error(empty_owner);
+    assert_eq!(
+        (kind, column.as_str(), row),
+        (ErrorKind::Empty, "user_id", Some(2))
+    );
+}
+
+#[test]
+fn columns_of_the_null_type_read_as_all_null() {
+    let null_column = || -> ArrayRef { Arc::new(arrow_array::NullArray::new(3)) };
+    let columns = with(
+        with(record_columns(), "character_id", Some(null_column())),
+        "valid_until",
+        Some(null_column()),
+    );
+    let batches = [batch(columns)];
+    let table = Table::new("records", batches[0].schema(), &batches);
+    assert!(read_records(&table).is_ok());
+    // ...but a required column of nulls is a missing value at its first row.
+    let (kind, column, row, _) =
+        records_error(with(record_columns(), "version", Some(null_column())));
+    assert_eq!(
+        (kind, column.as_str(), row),
+        (ErrorKind::Missing, "version", Some(0))
+    );
+}
+
+fn tombstone_columns(bound: ArrayRef, forgotten: Option<ArrayRef>) -> Columns {
+    let mut columns: Columns = vec![
+        ("key", strings(&[Some("pet"), Some("pet")])),
+        ("scope_kind", strings(&[Some("user"), Some("conversation")])),
+        ("user_id", strings(&[Some("u1"), Some("u1")])),
+        ("character_id", strings(&[None, None])),
+        ("conversation_id", strings(&[None, Some("k1")])),
+        ("scene_id", strings(&[None, None])),
+        ("blocks_sources_before", bound),
+    ];
+    if let Some(forgotten) = forgotten {
+        columns.push(("forgotten_at", forgotten));
+    }
+    columns
+}
+
+fn read_tombstone_table(columns: Columns) -> Result<Vec<(i64, Option<String>)>, Expected> {
+    let batches = [batch(columns)];
+    let table = Table::new("tombstones", batches[0].schema(), &batches);
+    match read_tombstones(&table) {
+        Ok(read) => Ok(read
+            .iter()
+            .map(|t| (t.blocks_sources_before, t.scope.owner.map(str::to_owned)))
+            .collect()),
+        Err(error) => Err((
+            error.kind,
+            match error.field.as_str() {
+                "blocks_sources_before" => "blocks_sources_before",
+                "forgotten_at" => "forgotten_at",
+                _ => "other",
+            },
+            error.row,
+        )),
+    }
+}
+
+#[test]
+fn tombstone_instants_default_to_each_other_and_must_agree() {
+    // A missing bound is the forget's own time; a conversation row's user_id is its owner.
+    let read = read_tombstone_table(tombstone_columns(
+        instants(&[Some(5), None]),
+        Some(instants(&[Some(9), Some(7)])),
+    ));
+    assert_eq!(read, Ok(vec![(5, None), (7, Some("u1".to_owned()))]));
+    assert_eq!(
+        read_tombstone_table(tombstone_columns(
+            instants(&[Some(5), Some(8)]),
+            Some(instants(&[Some(9), Some(7)])),
+        )),
+        Err((ErrorKind::Inconsistent, "blocks_sources_before", Some(1)))
+    );
+    assert_eq!(
+        read_tombstone_table(tombstone_columns(
+            instants(&[Some(5), None]),
+            Some(instants(&[Some(9), None])),
+        )),
+        Err((ErrorKind::Missing, "blocks_sources_before", Some(1)))
+    );
+    let no_times = tombstone_columns(instants(&[Some(5), None]), None)
+        .into_iter()
+        .filter(|(name, _)| *name != "blocks_sources_before")
+        .collect();
+    assert_eq!(
+        read_tombstone_table(no_times),
+        Err((ErrorKind::MissingColumn, "blocks_sources_before", None))
+    );
+}
+
+#[test]
+fn a_repeated_context_id_is_refused() {
+    let contexts = [batch(vec![
+        ("context_id", strings(&[Some("a"), Some("b"), Some("a")])),
+        ("now", instants(&[Some(1), Some(2), Some(3)])),
+        ("user_id", strings(&[Some("u"), Some("u"), Some("u")])),
+        ("character_id", strings(&[Some("c"), Some("c"), Some("c")])),
+        (
+            "conversation_id",
+            strings(&[Some("k"), Some("k"), Some("k")]),
+        ),
+    ])];
+    let table = Table::new("contexts", contexts[0].schema(), &contexts);
+    match read_contexts(&table) {
+        Err(error) => assert_eq!(
+            (error.kind, error.field.as_str(), error.row),
+            (ErrorKind::DuplicateId, "context_id", Some(2))
+        ),
+        Ok(_) => panic!("a repeated context id was accepted"),
+    }
+}
+
+#[test]
+fn absent_status_and_version_columns_take_the_record_defaults() {
+    let columns = with(with(record_columns(), "status", None), "version", None);
+    let batches = [batch(columns)];
+    let table = Table::new("records", batches[0].schema(), &batches);
+    let store = match read_records(&table) {
+        Ok(store) => store,
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(store.statuses, [crate::model::DEFAULT_STATUS; 3]);
+    assert_eq!(store.versions, [crate::model::DEFAULT_VERSION; 3]);
+}
+
+#[test]
+fn an_id_the_kind_does_not_use_is_inconsistent() {
+    // A character id on a user row would mean a character scope: refused, not ignored.
+    let columns = with(
+        record_columns(),
+        "character_id",
+        Some(strings(&[None, Some("c1"), None])),
+    );
+    let (kind, column, row, _) = records_error(columns);
+    assert_eq!(
+        (kind, column.as_str(), row),
+        (ErrorKind::Inconsistent, "character_id", Some(1))
+    );
 }

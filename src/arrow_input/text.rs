@@ -41,8 +41,11 @@ impl<'t> Texts<'t> {
     }
 }
 
-/// The strings of one chunk, plain or dictionary-encoded.
+/// The strings of one chunk, plain or dictionary-encoded, or a chunk of the
+/// Arrow `null` type (every row null: what producers export for a column
+/// they only ever saw nulls in).
 pub(super) enum TextChunk<'t> {
+    Nulls(usize),
     Plain(Texts<'t>),
     Dictionary {
         array: &'t dyn Array,
@@ -53,6 +56,9 @@ pub(super) enum TextChunk<'t> {
 
 impl<'t> TextChunk<'t> {
     pub(super) fn of(array: &'t ArrayRef) -> Option<Self> {
+        if array.data_type() == &arrow_schema::DataType::Null {
+            return Some(Self::Nulls(array.len()));
+        }
         if let Some(dictionary) = array.as_any_dictionary_opt() {
             let values = Texts::of(dictionary.values().as_ref())?;
             // `normalized_keys` asserts on an empty dictionary (every row null).
@@ -72,6 +78,7 @@ impl<'t> TextChunk<'t> {
 
     fn get(&self, index: usize) -> Option<&'t str> {
         match self {
+            Self::Nulls(_) => None,
             Self::Plain(texts) => texts.get(index),
             Self::Dictionary {
                 array,
@@ -96,6 +103,7 @@ pub struct TextColumn<'t> {
 impl TextChunk<'_> {
     pub(super) fn len(&self) -> usize {
         match self {
+            Self::Nulls(len) => *len,
             Self::Plain(Texts::Utf8(a)) => a.len(),
             Self::Plain(Texts::Large(a)) => a.len(),
             Self::Plain(Texts::View(a)) => a.len(),
@@ -126,6 +134,11 @@ impl<'t> TextColumn<'t> {
                         for (index, text) in a.iter().enumerate() {
                             visit(base + index, text)?;
                         }
+                    }
+                }
+                TextChunk::Nulls(len) => {
+                    for index in 0..*len {
+                        visit(base + index, None)?;
                     }
                 }
                 TextChunk::Dictionary { .. } => {

@@ -210,8 +210,15 @@ impl<'a> Interned<'a> {
     }
 }
 
-/// A scope with its ids interned: the kind and one or two column numbers.
-pub type ScopeKey = (ScopeKind, u32, u32);
+/// A scope with its ids interned: the kind, one or two column numbers, and
+/// the owner's number in the `user_id` column ([`NO_ROW`]: unowned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ScopeKey {
+    pub kind: ScopeKind,
+    pub first: u32,
+    pub second: u32,
+    pub owner: u32,
+}
 
 /// Scope → number, and each scope's rows (ascending), contiguous.
 pub struct ScopeIndex {
@@ -220,8 +227,8 @@ pub struct ScopeIndex {
     rows: Vec<u32>,
 }
 
-/// Scope numbers: one-field scopes (`user`, `conversation`) by their one
-/// column number in a plain array, two-field scopes by hash.
+/// Scope numbers: unowned one-field scopes (`user`, `conversation`) by their
+/// one column number in a plain array, the others by hash.
 struct ScopeNumbers {
     by_first: [Vec<u32>; 2],
     by_pair: Map<ScopeKey, u32>,
@@ -231,13 +238,12 @@ struct ScopeNumbers {
 
 impl ScopeNumbers {
     fn slot(&self, scope: ScopeKey) -> Option<(usize, usize)> {
-        let (kind, first, _) = scope;
-        let array = match kind {
-            ScopeKind::User => 0,
-            ScopeKind::Conversation => 1,
-            ScopeKind::Character | ScopeKind::Scene => return None,
+        let array = match (scope.kind, scope.owner) {
+            (ScopeKind::User, NO_ROW) => 0,
+            (ScopeKind::Conversation, NO_ROW) => 1,
+            _ => return None,
         };
-        (first < self.direct_below).then_some((array, first as usize))
+        (scope.first < self.direct_below).then_some((array, scope.first as usize))
     }
 
     fn get(&self, scope: ScopeKey) -> Option<u32> {
@@ -409,21 +415,42 @@ mod tests {
 
     #[test]
     fn scope_rows_are_grouped_in_row_order() {
+        let key = |kind, first, second, owner| ScopeKey {
+            kind,
+            first,
+            second,
+            owner,
+        };
         let scopes = [
-            (ScopeKind::User, 0, 0),
-            (ScopeKind::Conversation, 0, 0),
-            (ScopeKind::User, 0, 0),
-            (ScopeKind::Character, 0, 1),
+            key(ScopeKind::User, 0, 0, NO_ROW),
+            key(ScopeKind::Conversation, 0, 0, NO_ROW),
+            key(ScopeKind::User, 0, 0, NO_ROW),
+            key(ScopeKind::Character, 0, 1, NO_ROW),
+            key(ScopeKind::Conversation, 0, 0, 0),
         ];
         let (index, by_row) = ScopeIndex::build(scopes.iter().copied(), scopes.len());
-        assert_eq!(by_row, [0, 1, 0, 2]);
+        assert_eq!(by_row, [0, 1, 0, 2, 3]);
         assert_eq!(index.rows_of(0), [0, 2]);
         assert_eq!(index.rows_of(2), [3]);
         assert_eq!(index.rows_of(9), [] as [u32; 0]);
-        assert_eq!(index.number_of((ScopeKind::Conversation, 0, 0)), Some(1));
-        assert_eq!(index.number_of((ScopeKind::Scene, 0, 0)), None);
-        assert_eq!(index.number_of((ScopeKind::User, 1, 0)), None);
-        assert_eq!(index.number_of((ScopeKind::User, u32::MAX, 0)), None);
-        assert_eq!(index.number_of((ScopeKind::Character, 0, 1)), Some(2));
+        assert_eq!(
+            index.number_of(key(ScopeKind::Conversation, 0, 0, NO_ROW)),
+            Some(1)
+        );
+        assert_eq!(
+            index.number_of(key(ScopeKind::Conversation, 0, 0, 0)),
+            Some(3)
+        );
+        assert_eq!(index.number_of(key(ScopeKind::Conversation, 0, 0, 1)), None);
+        assert_eq!(index.number_of(key(ScopeKind::Scene, 0, 0, NO_ROW)), None);
+        assert_eq!(index.number_of(key(ScopeKind::User, 1, 0, NO_ROW)), None);
+        assert_eq!(
+            index.number_of(key(ScopeKind::User, u32::MAX, 0, NO_ROW)),
+            None
+        );
+        assert_eq!(
+            index.number_of(key(ScopeKind::Character, 0, 1, NO_ROW)),
+            Some(2)
+        );
     }
 }

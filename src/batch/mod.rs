@@ -21,7 +21,7 @@ use crate::model::{Authority, IdColumn, Reason, ScopeKind, Status};
 use crate::resolve::hash::{map_with_capacity, text_hasher, Hashed, Map};
 use crate::resolve::order::{scope_ranks, sort_by_text};
 use crate::resolve::{
-    decide_into, CandidateSet, Candidates, Context, Facts, ScopeRef, Scratch, Tombstone,
+    decide_into, CandidateSet, Candidates, Context, Facts, ScopeRef, Scratch, Slot, Tombstone,
 };
 use intern::{first_duplicate, Interned, KeyRanks, ScopeIndex, ScopeKey, NO_ROW};
 
@@ -29,7 +29,8 @@ use intern::{first_duplicate, Interned, KeyRanks, ScopeIndex, ScopeKey, NO_ROW};
 /// scopes interned.
 pub struct Store<'a> {
     pub(crate) ids: Vec<Hashed<'a>>,
-    pub(crate) kinds: Vec<ScopeKind>,
+    /// Each row's scope kind, and whether its scope is owned.
+    pub(crate) slots: Vec<Slot>,
     pub(crate) scope_numbers: Vec<u32>,
     pub(crate) key_ranks: Vec<u32>,
     pub(crate) supersedes: Vec<Option<Hashed<'a>>>,
@@ -55,18 +56,34 @@ pub struct DuplicateId {
 }
 
 /// The scope of `kind` with ids numbered by the four id columns' tables:
-/// `numbers` holds one row's (or one context's) `user_id`, `character_id`,
-/// `conversation_id` and `scene_id` numbers, by [`crate::model::IdColumn`]
-/// code; the kind's own ids ([`ScopeKind::id_columns`]) make the key.
+/// `numbers` holds one row's (or one scope's) `user_id`, `character_id`,
+/// `conversation_id` and `scene_id` numbers, by [`IdColumn`] code, with
+/// [`NO_ROW`] for null. The kind's own ids ([`ScopeKind::id_columns`]) and
+/// its owner column ([`ScopeKind::owner_column`]) make the key.
 #[must_use]
 pub fn scope_key(kind: ScopeKind, numbers: [u32; 4]) -> ScopeKey {
-    let mut ids = kind.id_columns().iter().map(|column| {
+    let number = |column: IdColumn| {
         numbers
             .get(usize::from(column.code()))
             .copied()
             .unwrap_or(NO_ROW)
-    });
-    (kind, ids.next().unwrap_or(0), ids.next().unwrap_or(0))
+    };
+    let mut ids = kind.id_columns().iter().map(|&column| number(column));
+    ScopeKey {
+        kind,
+        first: ids.next().unwrap_or(0),
+        second: ids.next().unwrap_or(0),
+        owner: kind.owner_column().map_or(NO_ROW, number),
+    }
+}
+
+/// The text `scope` holds in `column`: one of its ids, its owner, or none.
+fn column_text<'s>(scope: &ScopeRef<'s>, column: IdColumn) -> Option<&'s str> {
+    match scope.kind.id_columns().iter().position(|c| *c == column) {
+        Some(position) => scope.fields().nth(position),
+        None if scope.kind.owner_column() == Some(column) => scope.owner,
+        None => None,
+    }
 }
 
 impl<'a> Store<'a> {
@@ -80,20 +97,12 @@ impl<'a> Store<'a> {
             return Err(DuplicateId { earlier, later });
         }
         let (keys, key_ranks) = KeyRanks::build(rows.iter().map(|r| Some(hashed(r.key))).collect());
-        // Each id column holds a row's id only where its kind has that id,
-        // as Arrow input does.
+        // Each id column holds a row's id (or owner) only where its kind has
+        // one, as Arrow input does.
         let column = |id_column: IdColumn| {
             Interned::build(
                 rows.iter()
-                    .map(|r| {
-                        let position = r
-                            .scope
-                            .kind
-                            .id_columns()
-                            .iter()
-                            .position(|c| *c == id_column);
-                        position.and_then(|p| r.scope.fields().nth(p)).map(hashed)
-                    })
+                    .map(|r| column_text(&r.scope, id_column).map(hashed))
                     .collect(),
             )
         };
@@ -118,7 +127,7 @@ impl<'a> Store<'a> {
         let (scopes, scope_numbers) = ScopeIndex::build(scope_keys, rows.len());
         Ok(Self {
             ids,
-            kinds: rows.iter().map(|r| r.scope.kind).collect(),
+            slots: rows.iter().map(|r| r.scope.slot()).collect(),
             scope_numbers,
             key_ranks,
             supersedes: rows.iter().map(|r| r.supersedes.map(hashed)).collect(),
@@ -165,11 +174,13 @@ impl<'a> Store<'a> {
     #[must_use]
     pub fn scope_number(&self, scope: &ScopeRef<'_>) -> Option<u32> {
         let state = text_hasher();
-        let mut numbers = [0_u32; 4];
-        for (column, text) in scope.kind.id_columns().iter().zip(scope.fields()) {
-            let slot = usize::from(column.code());
-            let interned = self.scope_ids.get(slot)?;
-            *numbers.get_mut(slot)? = interned.number_of(&Hashed::new(&state, text))?;
+        let mut numbers = [NO_ROW; 4];
+        for column in IdColumn::ALL {
+            if let Some(text) = column_text(scope, column) {
+                let position = usize::from(column.code());
+                let interned = self.scope_ids.get(position)?;
+                *numbers.get_mut(position)? = interned.number_of(&Hashed::new(&state, text))?;
+            }
         }
         self.scopes.number_of(scope_key(scope.kind, numbers))
     }
@@ -214,8 +225,9 @@ pub struct StoreTombstones {
 pub struct ContextRows<'v, 'a> {
     store: &'v Store<'a>,
     rows: &'v [u32],
-    scope_of_kind: [u32; 4],
-    tombstones: [Option<&'v Map<u32, i64>>; 4],
+    /// The number of the context's scope of each slot ([`NO_ROW`]: none).
+    scope_of_slot: [u32; 6],
+    tombstones: [Option<&'v Map<u32, i64>>; 6],
 }
 
 impl ContextRows<'_, '_> {
@@ -234,11 +246,11 @@ impl<'a> Candidates for ContextRows<'_, 'a> {
         self.rows.len()
     }
 
-    fn kind_in_scope(&self, index: usize) -> Option<ScopeKind> {
+    fn slot_in_scope(&self, index: usize) -> Option<Slot> {
         let row = self.row(index)?;
-        let kind = *self.store.kinds.get(row)?;
+        let slot = *self.store.slots.get(row)?;
         let number = *self.store.scope_numbers.get(row)?;
-        (self.scope_of_kind.get(kind as usize) == Some(&number)).then_some(kind)
+        (self.scope_of_slot.get(slot.index()) == Some(&number)).then_some(slot)
     }
 
     fn facts(&self, index: usize) -> Option<Facts> {
@@ -257,9 +269,9 @@ impl<'a> Candidates for ContextRows<'_, 'a> {
         self.store.key_ranks.get(self.row(index)?).copied()
     }
 
-    fn forget_bound(&self, kind: ScopeKind, key: u32) -> Option<i64> {
+    fn forget_bound(&self, slot: Slot, key: u32) -> Option<i64> {
         self.tombstones
-            .get(kind as usize)
+            .get(slot.index())
             .copied()
             .flatten()
             .and_then(|bounds| bounds.get(&key))
@@ -323,28 +335,28 @@ fn resolve_one<'a>(
     out: &mut DecisionChunk,
 ) -> Result<(), Broken> {
     const OUTSIDE: Broken = Broken("a decided row is outside the store");
-    let mut scope_of_kind = [NO_ROW; 4];
-    let mut context_tombstones = [None; 4];
+    let mut scope_of_slot = [NO_ROW; 6];
+    let mut context_tombstones = [None; 6];
     worker.rows.clear();
-    for kind in ScopeKind::ALL {
+    for slot in Slot::ALL {
         let Some(number) = context
-            .scope_of(kind)
+            .scope_of(slot)
             .and_then(|scope| store.scope_number(&scope))
         else {
             continue;
         };
-        if let Some(slot) = scope_of_kind.get_mut(kind as usize) {
-            *slot = number;
+        if let Some(entry) = scope_of_slot.get_mut(slot.index()) {
+            *entry = number;
         }
-        if let Some(slot) = context_tombstones.get_mut(kind as usize) {
-            *slot = tombstones.by_scope.get(&number);
+        if let Some(entry) = context_tombstones.get_mut(slot.index()) {
+            *entry = tombstones.by_scope.get(&number);
         }
         worker.rows.extend_from_slice(store.scopes.rows_of(number));
     }
     let view = ContextRows {
         store,
         rows: &worker.rows,
-        scope_of_kind,
+        scope_of_slot,
         tombstones: context_tombstones,
     };
     decide_into(
@@ -361,10 +373,10 @@ fn resolve_one<'a>(
     for (&row, outcome) in worker.rows.iter().zip(&worker.outcomes) {
         match outcome {
             None => {
-                let kind = *store.kinds.get(row as usize).ok_or(OUTSIDE)?;
-                // A winner is in scope, so the context has a scope of its kind.
+                let slot = *store.slots.get(row as usize).ok_or(OUTSIDE)?;
+                // A winner is in scope, so the context has a scope of its slot.
                 let rank = ranks
-                    .get(kind as usize)
+                    .get(slot.index())
                     .and_then(|&rank| u64::try_from(rank).ok())
                     .ok_or(Broken("a winner's scope is not the context's"))?;
                 let key = *store.key_ranks.get(row as usize).ok_or(OUTSIDE)?;

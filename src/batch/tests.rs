@@ -211,3 +211,70 @@ fn no_contexts_and_no_records() {
     ));
     assert_eq!(listed(&store, &one), [(vec![], vec![])]);
 }
+
+#[test]
+fn owned_conversation_records_reach_only_their_owner() {
+    // Two users both call their first conversation "k1".
+    let records = [
+        record("mine", "place", ScopeRef::conversation("k1").owned_by("u1")),
+        record(
+            "theirs",
+            "place",
+            ScopeRef::conversation("k1").owned_by("u2"),
+        ),
+        record("shared", "topic", ScopeRef::conversation("k1")),
+        Record {
+            version: 2,
+            ..record(
+                "shared-owned",
+                "topic",
+                ScopeRef::conversation("k1").owned_by("u1"),
+            )
+        },
+    ];
+    let set = set_of(&records);
+    let store = store_of(&set);
+    let contexts = [
+        context("u1", "k1"),
+        context("u2", "k1"),
+        context("u3", "k1"),
+    ];
+    let tombstones = [Tombstone {
+        key: "topic",
+        scope: ScopeRef::conversation("k1").owned_by("u1"),
+        blocks_sources_before: 0,
+    }];
+    let batch = listed(
+        &store,
+        &ok(resolve_contexts(
+            &store,
+            &contexts,
+            &store.index_tombstones(&tombstones),
+            true,
+        )),
+    );
+    let index = TombstoneIndex::new(&tombstones);
+    for (context, (active, excluded)) in contexts.iter().zip(&batch) {
+        let single = ok(resolve(&set, context, &index));
+        let name = |row: usize| records[row].id.to_owned();
+        assert_eq!(
+            active,
+            &single.active.iter().map(|&r| name(r)).collect::<Vec<_>>()
+        );
+        let single_excluded: Vec<(String, Reason)> = single
+            .excluded
+            .iter()
+            .filter(|(_, r)| *r != Reason::Scope)
+            .map(|&(row, reason)| (name(row), reason))
+            .collect();
+        assert_eq!(excluded, &single_excluded);
+    }
+    // u1: its own place; the owned "topic" is another scope than the shared
+    // one (two groups, two winners), and the tombstone on it forgets only it.
+    assert_eq!(batch[0].0, ["shared", "mine"]);
+    assert!(batch[0]
+        .1
+        .contains(&("shared-owned".to_owned(), Reason::Forgotten)));
+    assert_eq!(batch[1].0, ["shared", "theirs"]);
+    assert_eq!(batch[2], (vec!["shared".to_owned()], vec![]));
+}

@@ -4,7 +4,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyDict, PyString};
 
 use crate::model::{IdColumn, ScopeKind};
 
@@ -20,6 +20,12 @@ pub(crate) struct Package {
     pub memory_record: Py<PyAny>,
     /// `_records.normalize_record_field(record_id, field, value)`.
     pub normalize_record_field: Py<PyAny>,
+    /// `_records.RECORD_DEFAULTS`: the value of each field left out.
+    pub record_defaults: Py<PyDict>,
+    /// `_records.missing_field_error(record_id, field)`.
+    pub missing_field_error: Py<PyAny>,
+    /// `_records.argument_error(id_value, positional, unknown)`.
+    pub argument_error: Py<PyAny>,
     /// `_records.native_core_of(record, row)`.
     pub native_core_of: Py<PyAny>,
     /// `_records.check_tombstone_scope(tombstone, row)`.
@@ -30,8 +36,6 @@ pub(crate) struct Package {
     pub id_column_names: [Py<PyString>; 4],
     /// `datetime.timezone.utc`.
     pub utc: Py<PyAny>,
-    /// `()`, the default of `source_message_ids`.
-    pub empty_tuple: Py<PyTuple>,
 }
 
 static PACKAGE: PyOnceLock<Package> = PyOnceLock::new();
@@ -63,8 +67,17 @@ impl Package {
             ],
             memory_record: records.getattr("MemoryRecord")?.unbind(),
             normalize_record_field: records.getattr("normalize_record_field")?.unbind(),
+            record_defaults: records
+                .getattr("RECORD_DEFAULTS")?
+                .cast_into::<PyDict>()?
+                .unbind(),
+            missing_field_error: records.getattr("missing_field_error")?.unbind(),
+            argument_error: records.getattr("argument_error")?.unbind(),
             native_core_of: records.getattr("native_core_of")?.unbind(),
-            check_tombstone_scope: records.getattr("check_tombstone_scope")?.unbind(),
+            check_tombstone_scope: py
+                .import("memresolve._inputs")?
+                .getattr("check_tombstone_scope")?
+                .unbind(),
             duplicate_id_error: records.getattr("duplicate_id_error")?.unbind(),
             id_column_names: IdColumn::ALL
                 .map(|column| PyString::intern(py, column.name()).unbind()),
@@ -73,7 +86,6 @@ impl Package {
                 .getattr("timezone")?
                 .getattr("utc")?
                 .unbind(),
-            empty_tuple: PyTuple::empty(py).unbind(),
         })
     }
 

@@ -8,7 +8,8 @@ use pyo3::types::{
 };
 
 use super::cache::Package;
-use crate::model::ScopeKind;
+use crate::model::{IdColumn, ScopeKind};
+use crate::resolve::ScopeRef;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
@@ -76,27 +77,70 @@ pub(crate) fn exact_text<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
     value.cast_exact::<PyString>().ok()?.to_str().ok()
 }
 
-/// The kind and ids of a scope object of one of the four exact scope classes
-/// whose ids are exact, valid, non-empty `str` (`None`: let the rules decide;
-/// a scope is checked when built, but a frozen object can still be altered).
+/// A scope read from a Python scope object, owned.
+pub(crate) struct OwnedScope {
+    pub kind: ScopeKind,
+    pub first: String,
+    pub second: String,
+    pub owner: Option<String>,
+}
+
+impl OwnedScope {
+    pub(crate) fn borrow(&self) -> ScopeRef<'_> {
+        ScopeRef {
+            kind: self.kind,
+            first: &self.first,
+            second: &self.second,
+            owner: self.owner.as_deref(),
+        }
+    }
+}
+
+/// The kind, ids and owner of a scope object of one of the four exact scope
+/// classes whose ids are exact, valid, non-empty `str` and whose owner is
+/// `None` or such a `str` (`None`: let the rules decide; a scope is checked
+/// when built, but a frozen object can still be altered).
 pub(crate) fn scope_fields(
     package: &Package,
     scope: &Bound<'_, PyAny>,
-) -> PyResult<Option<(ScopeKind, String, String)>> {
+) -> PyResult<Option<OwnedScope>> {
     let Some(kind) = package.scope_kind(scope) else {
         return Ok(None);
     };
+    let text_of = |column: IdColumn| -> PyResult<Option<String>> {
+        let value = scope.getattr(package.id_column_name(scope.py(), column))?;
+        Ok(exact_text(&value)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned))
+    };
     let mut fields = [String::new(), String::new()];
-    for (slot, column) in fields.iter_mut().zip(kind.id_columns()) {
-        let name = package.id_column_name(scope.py(), *column);
-        let value = scope.getattr(name)?;
-        match exact_text(&value) {
-            Some(text) if !text.is_empty() => text.clone_into(slot),
-            _ => return Ok(None),
+    for (slot, &column) in fields.iter_mut().zip(kind.id_columns()) {
+        match text_of(column)? {
+            Some(text) => *slot = text,
+            None => return Ok(None),
         }
     }
+    let owner = match kind.owner_column() {
+        None => None,
+        Some(column) => {
+            let value = scope.getattr(package.id_column_name(scope.py(), column))?;
+            if value.is_none() {
+                None
+            } else {
+                match text_of(column)? {
+                    Some(owner) => Some(owner),
+                    None => return Ok(None),
+                }
+            }
+        }
+    };
     let [first, second] = fields;
-    Ok(Some((kind, first, second)))
+    Ok(Some(OwnedScope {
+        kind,
+        first,
+        second,
+        owner,
+    }))
 }
 
 #[cfg(test)]

@@ -6,11 +6,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use super::cache::Package;
-use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros};
+use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope};
 use super::record::RecordCore;
 use super::{InternalError, InvalidInputError};
-use crate::model::ScopeKind;
-use crate::resolve::{resolve, CandidateSet, Context, ScopeRef, Tombstone, TombstoneIndex};
+use crate::resolve::{resolve, CandidateSet, Context, Tombstone, TombstoneIndex};
 
 /// From this many candidates on, the pipeline runs with the interpreter
 /// released: below it, resolving takes about as long as releasing and
@@ -70,7 +69,7 @@ impl OwnedContext {
 
 struct OwnedTombstone {
     key: String,
-    scope: (ScopeKind, String, String),
+    scope: OwnedScope,
     blocks_sources_before: i64,
 }
 
@@ -94,14 +93,9 @@ impl OwnedTombstone {
     }
 
     fn borrow(&self) -> Tombstone<'_> {
-        let (kind, first, second) = &self.scope;
         Tombstone {
             key: &self.key,
-            scope: ScopeRef {
-                kind: *kind,
-                first,
-                second,
-            },
+            scope: self.scope.borrow(),
             blocks_sources_before: self.blocks_sources_before,
         }
     }

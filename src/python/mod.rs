@@ -77,6 +77,13 @@ mod _native {
     #[pymodule_export]
     const DECISION_NAMES: [&str; 6] = model::DECISION_NAMES;
 
+    /// The status and version of a record that does not give them.
+    #[pymodule_export]
+    const DEFAULT_STATUS: &str = model::DEFAULT_STATUS.name();
+
+    #[pymodule_export]
+    const DEFAULT_VERSION: i64 = model::DEFAULT_VERSION;
+
     #[pymodule_export]
     const ERROR_KIND_NAMES: &[&str] = <crate::error::ErrorKind as Vocabulary>::NAMES;
 
@@ -89,10 +96,20 @@ mod _native {
             .collect()
     }
 
+    /// The owner column of each scope kind (`None`: the kind has no owner), by kind code.
+    #[pyfunction]
+    fn scope_owner_columns() -> Vec<Option<&'static str>> {
+        model::ScopeKind::ALL
+            .iter()
+            .map(|kind| kind.owner_column().map(model::IdColumn::name))
+            .collect()
+    }
+
     /// The canonical scope identifier, computed by the Rust core.
     #[pyfunction]
+    #[pyo3(signature = (kind, fields, owner = None))]
     #[allow(clippy::needless_pass_by_value)] // PyO3 extracts arguments as owned values.
-    fn scope_id(kind: &str, fields: Vec<String>) -> PyResult<String> {
+    fn scope_id(kind: &str, fields: Vec<String>, owner: Option<&str>) -> PyResult<String> {
         let kind: model::ScopeKind = kind.parse().map_err(|_| {
             super::invalid_input(
                 ErrorKind::UnknownValue,
@@ -104,6 +121,6 @@ mod _native {
             )
         })?;
         let borrowed: Vec<&str> = fields.iter().map(String::as_str).collect();
-        Ok(model::scope_id(kind, &borrowed))
+        Ok(model::scope_id(kind, &borrowed, owner))
     }
 }

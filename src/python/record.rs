@@ -11,10 +11,12 @@
 //! resolver reads, so resolving never touches Python objects.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 use super::cache::Package;
-use super::convert::{exact_text, normalized_datetime_micros, scope_fields, utc_datetime_micros};
+use super::convert::{
+    exact_text, normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope,
+};
 use super::{InternalError, InvalidInputError};
 use crate::model::{Authority, ScopeKind, Status, Vocabulary};
 use crate::resolve::{Record, ScopeRef};
@@ -24,8 +26,10 @@ use crate::resolve::{Record, ScopeRef};
 /// resolver touches one or two cache lines per record, not five allocations.
 pub(crate) struct NativeFields {
     text: Box<str>,
-    /// Where each string ends in `text`: id, key, scope first, scope second, supersedes.
-    ends: [u32; 5],
+    /// Where each string ends in `text`: id, key, scope first, scope second,
+    /// scope owner, supersedes.
+    ends: [u32; 6],
+    has_owner: bool,
     has_supersedes: bool,
     scope_kind: ScopeKind,
     status: Status,
@@ -42,20 +46,22 @@ struct NativeText<'a> {
     key: &'a str,
     scope_first: &'a str,
     scope_second: &'a str,
+    scope_owner: Option<&'a str>,
     supersedes: Option<&'a str>,
 }
 
 impl NativeFields {
-    fn pack_text(parts: &NativeText<'_>) -> PyResult<(Box<str>, [u32; 5])> {
+    fn pack_text(parts: &NativeText<'_>) -> PyResult<(Box<str>, [u32; 6])> {
         let pieces = [
             parts.id,
             parts.key,
             parts.scope_first,
             parts.scope_second,
+            parts.scope_owner.unwrap_or(""),
             parts.supersedes.unwrap_or(""),
         ];
         let mut text = String::with_capacity(pieces.iter().map(|piece| piece.len()).sum());
-        let mut ends = [0_u32; 5];
+        let mut ends = [0_u32; 6];
         for (end, piece) in ends.iter_mut().zip(pieces) {
             text.push_str(piece);
             *end = u32::try_from(text.len()).map_err(|_| {
@@ -83,6 +89,7 @@ impl NativeFields {
                 kind: self.scope_kind,
                 first: self.piece(2),
                 second: self.piece(3),
+                owner: self.has_owner.then(|| self.piece(4)),
             },
             status: self.status,
             authority: self.authority,
@@ -90,7 +97,7 @@ impl NativeFields {
             valid_from: self.valid_from,
             valid_until: self.valid_until,
             observed_at: self.observed_at,
-            supersedes: self.has_supersedes.then(|| self.piece(4)),
+            supersedes: self.has_supersedes.then(|| self.piece(5)),
         }
     }
 }
@@ -112,8 +119,9 @@ struct PythonFields {
     observed_at: Py<PyAny>,
 }
 
-/// The argument `source_message_ids`, whose default `()` must differ from an
-/// explicit `None` (which the rules reject).
+/// A constructor argument, given or not: a field left out takes its default
+/// (or is a `missing` error), which an explicit `None` must not (`None` is a
+/// value the rules judge).
 pub(crate) enum Argument<'py> {
     Missing,
     Given(Bound<'py, PyAny>),
@@ -148,14 +156,69 @@ fn broken_rule(field: &str) -> PyErr {
 impl<'py> Checker<'py> {
     /// The reference's rule for `field`: the normalised value, or its error.
     fn rule(&self, field: &str, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let record_id = match &self.record_id {
+        self.package.normalize_record_field.bind(self.py).call1((
+            self.record_id_or_none(),
+            field,
+            value,
+        ))
+    }
+
+    /// The argument `field` as given, or its default (`_records.RECORD_DEFAULTS`)
+    /// when it was not given; a required field not given is the reference's
+    /// `missing` error.
+    fn given(
+        &self,
+        field: &Bound<'py, PyString>,
+        argument: Argument<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match argument {
+            Argument::Given(value) => Ok(value),
+            Argument::Missing => {
+                match self.package.record_defaults.bind(self.py).get_item(field)? {
+                    Some(default) => Ok(default),
+                    None => Err(PyErr::from_value(
+                        self.package
+                            .missing_field_error
+                            .bind(self.py)
+                            .call1((self.record_id_or_none(), field))?,
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Positional arguments, or keyword arguments that are no field: the
+    /// reference's error (`_records.argument_error`), before any field is read.
+    fn refuse_arguments(
+        &self,
+        args: &Bound<'py, PyTuple>,
+        id: &Argument<'py>,
+        unknown: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<()> {
+        let names = unknown.map_or(0, PyDictMethods::len);
+        if args.is_empty() && names == 0 {
+            return Ok(());
+        }
+        let id_value = match id {
+            Argument::Given(value) => value.clone(),
+            Argument::Missing => self.py.None().into_bound(self.py),
+        };
+        let names: Vec<Bound<'py, PyAny>> = unknown
+            .map(|names| names.keys().iter().collect())
+            .unwrap_or_default();
+        let error = self.package.argument_error.bind(self.py).call1((
+            id_value,
+            args.len(),
+            PyTuple::new(self.py, names)?,
+        ))?;
+        Err(PyErr::from_value(error))
+    }
+
+    fn record_id_or_none(&self) -> Bound<'py, PyAny> {
+        match &self.record_id {
             Some(id) => id.clone(),
             None => self.py.None().into_bound(self.py),
-        };
-        self.package
-            .normalize_record_field
-            .bind(self.py)
-            .call1((record_id, field, value))
+        }
     }
 
     /// A non-empty valid `str`, as an exact `str` object (read it with `exact_text`).
@@ -171,9 +234,12 @@ impl<'py> Checker<'py> {
     fn optional_text(
         &self,
         field: &str,
-        value: Option<&Bound<'py, PyAny>>,
+        value: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        value.map(|value| self.text(field, value)).transpose()
+        if value.is_none() {
+            return Ok(None);
+        }
+        self.text(field, value).map(Some)
     }
 
     fn any_text(&self, field: &str, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -183,10 +249,7 @@ impl<'py> Checker<'py> {
         self.rule(field, value)
     }
 
-    fn scope(
-        &self,
-        value: &Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyAny>, (ScopeKind, String, String))> {
+    fn scope(&self, value: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, OwnedScope)> {
         if let Some(fields) = scope_fields(self.package, value)? {
             return Ok((value.clone(), fields));
         }
@@ -251,23 +314,16 @@ impl<'py> Checker<'py> {
     fn optional_instant(
         &self,
         field: &str,
-        value: Option<&Bound<'py, PyAny>>,
+        value: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyAny>, Option<i64>)> {
-        match value {
-            None => Ok((self.py.None().into_bound(self.py), None)),
-            Some(value) => self
-                .instant(field, value)
-                .map(|(object, micros)| (object, Some(micros))),
+        if value.is_none() {
+            return Ok((value.clone(), None));
         }
+        self.instant(field, value)
+            .map(|(object, micros)| (object, Some(micros)))
     }
 
-    fn text_tuple(&self, field: &str, value: Argument<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let value = match value {
-            Argument::Missing => {
-                return Ok(self.package.empty_tuple.bind(self.py).clone().into_any())
-            }
-            Argument::Given(value) => value,
-        };
+    fn text_tuple(&self, field: &str, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(items) = value.cast_exact::<PyTuple>() {
             let all_text = items
                 .iter()
@@ -276,7 +332,7 @@ impl<'py> Checker<'py> {
                 return Ok(value.clone());
             }
         }
-        self.rule(field, &value)
+        self.rule(field, value)
     }
 
     fn int64(&self, field: &str, value: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, i64)> {
@@ -320,56 +376,83 @@ impl RecordCore {
 impl RecordCore {
     #[new]
     #[pyo3(signature = (
-        *, id, key, value, scope, status, authority, confidence, valid_from,
-        valid_until = None, source_message_ids = Argument::Missing, supersedes = None,
-        version, observed_at = None
+        *args, id = Argument::Missing, key = Argument::Missing, value = Argument::Missing,
+        scope = Argument::Missing, status = Argument::Missing, authority = Argument::Missing,
+        confidence = Argument::Missing, valid_from = Argument::Missing,
+        valid_until = Argument::Missing, source_message_ids = Argument::Missing,
+        supersedes = Argument::Missing, version = Argument::Missing,
+        observed_at = Argument::Missing, **unknown
     ))]
     #[allow(clippy::too_many_arguments)] // The record's fields, keyword-only, as in Python.
     #[allow(clippy::needless_pass_by_value)] // PyO3 hands arguments over by value.
     fn new<'py>(
         py: Python<'py>,
-        id: Bound<'py, PyAny>,
-        key: Bound<'py, PyAny>,
-        value: Bound<'py, PyAny>,
-        scope: Bound<'py, PyAny>,
-        status: Bound<'py, PyAny>,
-        authority: Bound<'py, PyAny>,
-        confidence: Bound<'py, PyAny>,
-        valid_from: Bound<'py, PyAny>,
-        valid_until: Option<Bound<'py, PyAny>>,
+        args: &Bound<'py, PyTuple>,
+        id: Argument<'py>,
+        key: Argument<'py>,
+        value: Argument<'py>,
+        scope: Argument<'py>,
+        status: Argument<'py>,
+        authority: Argument<'py>,
+        confidence: Argument<'py>,
+        valid_from: Argument<'py>,
+        valid_until: Argument<'py>,
         source_message_ids: Argument<'py>,
-        supersedes: Option<Bound<'py, PyAny>>,
-        version: Bound<'py, PyAny>,
-        observed_at: Option<Bound<'py, PyAny>>,
+        supersedes: Argument<'py>,
+        version: Argument<'py>,
+        observed_at: Argument<'py>,
+        unknown: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Self> {
         let mut checker = Checker {
             py,
             package: Package::get(py)?,
             record_id: None,
         };
+        checker.refuse_arguments(args, &id, unknown)?;
         // The field order of `docs/spec.md` §1.3 and of the reference: the first bad field is reported.
-        let id_object = checker.text("id", &id)?;
+        let id_object = checker.text("id", &checker.given(pyo3::intern!(py, "id"), id)?)?;
         checker.record_id = Some(id_object.clone());
-        let key_object = checker.text("key", &key)?;
-        let value_object = checker.any_text("value", &value)?;
-        let (scope_object, (scope_kind, scope_first, scope_second)) = checker.scope(&scope)?;
+        let key_object = checker.text("key", &checker.given(pyo3::intern!(py, "key"), key)?)?;
+        let value_object =
+            checker.any_text("value", &checker.given(pyo3::intern!(py, "value"), value)?)?;
+        let (scope_object, scope_read) =
+            checker.scope(&checker.given(pyo3::intern!(py, "scope"), scope)?)?;
+        let status = checker.given(pyo3::intern!(py, "status"), status)?;
         let (status_object, status_code) =
             checker.member("status", &status, &checker.package.statuses, Status::NAMES)?;
+        let authority = checker.given(pyo3::intern!(py, "authority"), authority)?;
         let (authority_object, authority_code) = checker.member(
             "authority",
             &authority,
             &checker.package.authorities,
             Authority::NAMES,
         )?;
-        let confidence_object = checker.confidence(&confidence)?;
-        let (valid_from_object, valid_from_micros) = checker.instant("valid_from", &valid_from)?;
-        let (valid_until_object, valid_until_micros) =
-            checker.optional_instant("valid_until", valid_until.as_ref())?;
-        let source_object = checker.text_tuple("source_message_ids", source_message_ids)?;
-        let supersedes_object = checker.optional_text("supersedes", supersedes.as_ref())?;
-        let (version_object, version_number) = checker.int64("version", &version)?;
-        let (observed_object, observed_micros) =
-            checker.optional_instant("observed_at", observed_at.as_ref())?;
+        let confidence_object =
+            checker.confidence(&checker.given(pyo3::intern!(py, "confidence"), confidence)?)?;
+        let (valid_from_object, valid_from_micros) = checker.instant(
+            "valid_from",
+            &checker.given(pyo3::intern!(py, "valid_from"), valid_from)?,
+        )?;
+        let (valid_until_object, valid_until_micros) = checker.optional_instant(
+            "valid_until",
+            &checker.given(pyo3::intern!(py, "valid_until"), valid_until)?,
+        )?;
+        let source_object = checker.text_tuple(
+            "source_message_ids",
+            &checker.given(pyo3::intern!(py, "source_message_ids"), source_message_ids)?,
+        )?;
+        let supersedes_object = checker.optional_text(
+            "supersedes",
+            &checker.given(pyo3::intern!(py, "supersedes"), supersedes)?,
+        )?;
+        let (version_object, version_number) = checker.int64(
+            "version",
+            &checker.given(pyo3::intern!(py, "version"), version)?,
+        )?;
+        let (observed_object, observed_micros) = checker.optional_instant(
+            "observed_at",
+            &checker.given(pyo3::intern!(py, "observed_at"), observed_at)?,
+        )?;
         let supersedes_text = supersedes_object
             .as_ref()
             .map(|object| read(object, "supersedes"))
@@ -377,16 +460,18 @@ impl RecordCore {
         let (text, ends) = NativeFields::pack_text(&NativeText {
             id: read(&id_object, "id")?,
             key: read(&key_object, "key")?,
-            scope_first: &scope_first,
-            scope_second: &scope_second,
+            scope_first: &scope_read.first,
+            scope_second: &scope_read.second,
+            scope_owner: scope_read.owner.as_deref(),
             supersedes: supersedes_text,
         })?;
         Ok(Self {
             native: NativeFields {
                 text,
                 ends,
+                has_owner: scope_read.owner.is_some(),
                 has_supersedes: supersedes_text.is_some(),
-                scope_kind,
+                scope_kind: scope_read.kind,
                 status: entry(status_code, "status")?,
                 authority: entry(authority_code, "authority")?,
                 version: version_number,

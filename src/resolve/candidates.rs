@@ -4,13 +4,16 @@
 
 use crate::model::{Authority, ScopeKind, Status};
 
-/// A scope, borrowed: its kind and up to two ids. One-field kinds keep `""` in
-/// `second`, so derived equality and hashing are structural (`docs/spec.md` §1.1).
+/// A scope, borrowed: its kind, up to two ids and, for conversation and scene
+/// scopes, an optional owner. One-field kinds keep `""` in `second` (ids are
+/// never empty), so derived equality and hashing are structural
+/// (`docs/spec.md` §1.1): the owner is part of the scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ScopeRef<'a> {
     pub kind: ScopeKind,
     pub first: &'a str,
     pub second: &'a str,
+    pub owner: Option<&'a str>,
 }
 
 impl<'a> ScopeRef<'a> {
@@ -20,6 +23,7 @@ impl<'a> ScopeRef<'a> {
             kind: ScopeKind::User,
             first: user_id,
             second: "",
+            owner: None,
         }
     }
 
@@ -29,6 +33,7 @@ impl<'a> ScopeRef<'a> {
             kind: ScopeKind::Character,
             first: user_id,
             second: character_id,
+            owner: None,
         }
     }
 
@@ -38,6 +43,7 @@ impl<'a> ScopeRef<'a> {
             kind: ScopeKind::Conversation,
             first: conversation_id,
             second: "",
+            owner: None,
         }
     }
 
@@ -47,13 +53,83 @@ impl<'a> ScopeRef<'a> {
             kind: ScopeKind::Scene,
             first: conversation_id,
             second: scene_id,
+            owner: None,
+        }
+    }
+
+    /// The same scope owned by `user_id` (meaningful for conversation and
+    /// scene scopes, the kinds that have an owner column).
+    #[must_use]
+    pub fn owned_by(self, user_id: &'a str) -> Self {
+        Self {
+            owner: Some(user_id),
+            ..self
         }
     }
 
     /// The scope's ids in order: one for `user` and `conversation`, two otherwise.
     pub fn fields(&self) -> impl Iterator<Item = &'a str> {
-        let two_fields = matches!(self.kind, ScopeKind::Character | ScopeKind::Scene);
+        let two_fields = self.kind.id_columns().len() == 2;
         std::iter::once(self.first).chain(two_fields.then_some(self.second))
+    }
+
+    /// Which of a context's scopes this would be (see [`Slot`]).
+    #[must_use]
+    pub fn slot(&self) -> Slot {
+        Slot {
+            kind: self.kind,
+            owned: self.owner.is_some(),
+        }
+    }
+}
+
+/// One of the (at most six) scopes a context sees (`docs/spec.md` §1.1): its
+/// user, its character, its conversation unowned and owned by its user, and
+/// when it has a scene, that scene unowned and owned by its user. Every
+/// in-scope record has exactly the context's scope of its slot, so within
+/// one context a slot names a scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot {
+    pub kind: ScopeKind,
+    pub owned: bool,
+}
+
+impl Slot {
+    /// Every slot a context can have, by [`Slot::index`].
+    pub const ALL: [Slot; 6] = [
+        Slot::unowned(ScopeKind::User),
+        Slot::unowned(ScopeKind::Character),
+        Slot::unowned(ScopeKind::Conversation),
+        Slot {
+            kind: ScopeKind::Conversation,
+            owned: true,
+        },
+        Slot::unowned(ScopeKind::Scene),
+        Slot {
+            kind: ScopeKind::Scene,
+            owned: true,
+        },
+    ];
+
+    const fn unowned(kind: ScopeKind) -> Self {
+        Self { kind, owned: false }
+    }
+
+    /// A dense number for arrays indexed by slot: `0..6` for the slots a
+    /// context can have (6 and 7 only for owned user or character scopes,
+    /// which no context sees).
+    #[must_use]
+    pub const fn index(self) -> usize {
+        match (self.kind, self.owned) {
+            (ScopeKind::User, false) => 0,
+            (ScopeKind::Character, false) => 1,
+            (ScopeKind::Conversation, false) => 2,
+            (ScopeKind::Conversation, true) => 3,
+            (ScopeKind::Scene, false) => 4,
+            (ScopeKind::Scene, true) => 5,
+            (ScopeKind::User, true) => 6,
+            (ScopeKind::Character, true) => 7,
+        }
     }
 }
 
@@ -274,17 +350,22 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// The one scope of `kind` visible in this context (`None`: a scene
-    /// without a current scene). Every in-scope record has exactly this scope.
+    /// The context's scope of `slot` (`None`: a scene slot without a current
+    /// scene). Every in-scope record has exactly its slot's scope.
     #[must_use]
-    pub fn scope_of(&self, kind: ScopeKind) -> Option<ScopeRef<'a>> {
-        match kind {
+    pub fn scope_of(&self, slot: Slot) -> Option<ScopeRef<'a>> {
+        let unowned = match slot.kind {
             ScopeKind::User => Some(ScopeRef::user(self.user_id)),
             ScopeKind::Character => Some(ScopeRef::character(self.user_id, self.character_id)),
             ScopeKind::Conversation => Some(ScopeRef::conversation(self.conversation_id)),
             ScopeKind::Scene => self
                 .scene_id
                 .map(|scene_id| ScopeRef::scene(self.conversation_id, scene_id)),
+        }?;
+        match (slot.owned, slot.kind.owner_column()) {
+            (false, _) => Some(unowned),
+            (true, Some(_)) => Some(unowned.owned_by(self.user_id)),
+            (true, None) => None,
         }
     }
 }

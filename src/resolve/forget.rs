@@ -2,9 +2,9 @@
 //! the same key and an equal scope whose bound is at or after the record's
 //! evidence time. Tombstones apply whatever `now` is.
 
-use super::candidates::{Context, ScopeRef, Tombstone};
+use super::candidates::{Context, ScopeRef, Slot, Tombstone};
 use super::hash::{map_with_capacity, Map};
-use crate::model::{ScopeKind, Status};
+use crate::model::Status;
 
 /// When the evidence behind a record was observed: `observed_at`, else `valid_from`.
 #[must_use]
@@ -37,35 +37,35 @@ impl<'a> TombstoneIndex<'a> {
     }
 
     /// The tombstones that can touch an in-scope record of `context`: those on
-    /// one of its (at most four) scopes, found once per context.
+    /// one of its (at most six) scopes, found once per context.
     #[must_use]
     pub fn for_context<'s>(&'s self, context: &Context<'s>) -> ContextTombstones<'s> {
-        let mut by_kind = [None; 4];
+        let mut by_slot = [None; 6];
         if !self.by_scope.is_empty() {
-            for (slot, kind) in by_kind.iter_mut().zip(ScopeKind::ALL) {
-                *slot = context
-                    .scope_of(kind)
+            for (entry, slot) in by_slot.iter_mut().zip(Slot::ALL) {
+                *entry = context
+                    .scope_of(slot)
                     .and_then(|scope| self.by_scope.get(&scope));
             }
         }
-        ContextTombstones { by_kind }
+        ContextTombstones { by_slot }
     }
 }
 
-/// The tombstones of one context, by the kind of the scope they are on.
+/// The tombstones of one context, by the slot of the scope they are on.
 #[derive(Debug)]
 pub struct ContextTombstones<'s> {
-    by_kind: [Option<&'s Map<&'s str, i64>>; 4],
+    by_slot: [Option<&'s Map<&'s str, i64>>; 6],
 }
 
 impl ContextTombstones<'_> {
     /// The latest bound of the tombstones on `key` in the context's scope of
-    /// `kind` (an in-scope record's scope is the context's scope of its kind,
-    /// so the kind names the scope).
+    /// `slot` (an in-scope record's scope is the context's scope of its
+    /// slot, so the slot names the scope).
     #[must_use]
-    pub fn bound(&self, kind: ScopeKind, key: &str) -> Option<i64> {
-        self.by_kind
-            .get(kind as usize)
+    pub fn bound(&self, slot: Slot, key: &str) -> Option<i64> {
+        self.by_slot
+            .get(slot.index())
             .copied()
             .flatten()
             .and_then(|bounds| bounds.get(key))
@@ -73,10 +73,10 @@ impl ContextTombstones<'_> {
     }
 
     /// Whether some tombstone forgets evidence of this time for an in-scope
-    /// record of this scope kind and key.
+    /// record of this slot and key.
     #[must_use]
-    pub fn blocks(&self, kind: ScopeKind, key: &str, evidence: i64) -> bool {
-        blocked(self.bound(kind, key), evidence)
+    pub fn blocks(&self, slot: Slot, key: &str, evidence: i64) -> bool {
+        blocked(self.bound(slot, key), evidence)
     }
 }
 
@@ -95,6 +95,18 @@ pub fn excluded_as_forgotten(status: Status, blocked: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn user() -> Slot {
+        ScopeRef::user("u").slot()
+    }
+
+    fn character() -> Slot {
+        ScopeRef::character("u", "c").slot()
+    }
+
+    fn scene() -> Slot {
+        ScopeRef::scene("k", "s").slot()
+    }
 
     fn tombstone(scope: ScopeRef<'static>, key: &'static str, bound: i64) -> Tombstone<'static> {
         Tombstone {
@@ -118,21 +130,21 @@ mod tests {
     fn the_bound_is_inclusive() {
         let index = TombstoneIndex::new(&[tombstone(ScopeRef::user("u"), "k", 100)]);
         let here = index.for_context(&context("u", "c"));
-        assert!(here.blocks(ScopeKind::User, "k", 99));
-        assert!(here.blocks(ScopeKind::User, "k", 100));
-        assert!(!here.blocks(ScopeKind::User, "k", 101));
+        assert!(here.blocks(user(), "k", 99));
+        assert!(here.blocks(user(), "k", 100));
+        assert!(!here.blocks(user(), "k", 101));
     }
 
     #[test]
     fn only_the_same_key_in_an_equal_scope_is_blocked() {
         let index = TombstoneIndex::new(&[tombstone(ScopeRef::character("a", "b:c"), "k", 100)]);
         let matching = index.for_context(&context("a", "b:c"));
-        assert!(matching.blocks(ScopeKind::Character, "k", 0));
-        assert!(!matching.blocks(ScopeKind::Character, "other", 0));
-        assert!(!matching.blocks(ScopeKind::User, "k", 0));
+        assert!(matching.blocks(character(), "k", 0));
+        assert!(!matching.blocks(character(), "other", 0));
+        assert!(!matching.blocks(user(), "k", 0));
         // The tutorial's joined strings would make these two scopes one.
         let colliding = index.for_context(&context("a:b", "c"));
-        assert!(!colliding.blocks(ScopeKind::Character, "k", 0));
+        assert!(!colliding.blocks(character(), "k", 0));
     }
 
     #[test]
@@ -140,14 +152,28 @@ mod tests {
         let index = TombstoneIndex::new(&[tombstone(ScopeRef::scene("k", "s"), "key", 100)]);
         assert!(!index
             .for_context(&context("u", "c"))
-            .blocks(ScopeKind::Scene, "key", 0));
+            .blocks(scene(), "key", 0));
         let in_scene = Context {
             scene_id: Some("s"),
             ..context("u", "c")
         };
-        assert!(index
-            .for_context(&in_scene)
-            .blocks(ScopeKind::Scene, "key", 0));
+        assert!(index.for_context(&in_scene).blocks(scene(), "key", 0));
+    }
+
+    #[test]
+    fn an_owned_scope_is_another_scope() {
+        let index = TombstoneIndex::new(&[tombstone(
+            ScopeRef::conversation("k").owned_by("u"),
+            "key",
+            100,
+        )]);
+        let here = index.for_context(&context("u", "c"));
+        let owned = ScopeRef::conversation("k").owned_by("u").slot();
+        assert!(here.blocks(owned, "key", 0));
+        assert!(!here.blocks(ScopeRef::conversation("k").slot(), "key", 0));
+        // Another user's context has no scope owned by "u".
+        let other = index.for_context(&context("v", "c"));
+        assert!(!other.blocks(owned, "key", 0));
     }
 
     #[test]
@@ -159,8 +185,8 @@ mod tests {
             tombstone(scope, "k", 100),
         ]);
         let here = index.for_context(&context("u", "c"));
-        assert!(here.blocks(ScopeKind::User, "k", 200));
-        assert!(!here.blocks(ScopeKind::User, "k", 201));
+        assert!(here.blocks(user(), "k", 200));
+        assert!(!here.blocks(user(), "k", 201));
     }
 
     #[test]

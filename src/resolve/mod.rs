@@ -16,12 +16,12 @@ pub mod supersede;
 pub mod time;
 pub mod view;
 
-pub use candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Tombstone};
+pub use candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Slot, Tombstone};
 pub use forget::{ContextTombstones, TombstoneIndex};
 pub use view::{Candidates, ContextCandidates};
 
 use crate::error::Broken;
-use crate::model::{Reason, ScopeKind};
+use crate::model::Reason;
 
 /// The decision for one context: rows of the candidate set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl Resolution {
 pub struct Scratch<I, K> {
     hidden: supersede::SupersededIds<I>,
     /// The candidates that passed stages 1-3, with their groups.
-    survivors: Vec<(usize, ScopeKind, K)>,
+    survivors: Vec<(usize, Slot, K)>,
     best: precedence::BestOfGroups<K>,
 }
 
@@ -83,7 +83,7 @@ pub fn decide_into<C: Candidates>(
     survivors.clear();
     // Stages 1-3, and the supersession edges (which depend on scope and time only).
     for index in 0..candidates.len() {
-        let Some(kind) = candidates.kind_in_scope(index) else {
+        let Some(slot) = candidates.slot_in_scope(index) else {
             outcomes.push(Some(Reason::Scope));
             continue;
         };
@@ -99,13 +99,13 @@ pub fn decide_into<C: Candidates>(
         } else {
             let key = candidates.key(index).ok_or(MISSING)?;
             let blocked = forget::blocked(
-                candidates.forget_bound(kind, key),
+                candidates.forget_bound(slot, key),
                 forget::evidence_time(facts.valid_from, facts.observed_at),
             );
             if forget::excluded_as_forgotten(facts.status, blocked) {
                 Some(Reason::Forgotten)
             } else {
-                survivors.push((index, kind, key));
+                survivors.push((index, slot, key));
                 None
             }
         };

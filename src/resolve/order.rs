@@ -4,45 +4,38 @@
 
 use std::cmp::Ordering;
 
-use super::candidates::{CandidateSet, Context, ScopeRef};
+use super::candidates::{CandidateSet, Context, ScopeRef, Slot};
 use crate::error::Broken;
-use crate::model::{Reason, ScopeKind};
+use crate::model::Reason;
 
-/// Compares two scopes by their canonical ids.
+/// Compares two scopes by their canonical ids, without building them.
 #[must_use]
 pub fn compare_scope_ids(a: &ScopeRef<'_>, b: &ScopeRef<'_>) -> Ordering {
-    if a.kind != b.kind {
-        // Distinct kind names differ before any ':' (no name is a prefix of another).
-        return a.kind.name().cmp(b.kind.name());
-    }
-    if a.first != b.first {
-        let more_fields = b.fields().nth(1).is_some();
-        return compare_escaped(a.first, b.first, more_fields);
-    }
-    compare_escaped(a.second, b.second, false)
+    scope_id_bytes(*a).cmp(scope_id_bytes(*b))
 }
 
-/// Compares `escape(a)` with `escape(b)`, each followed by `:` when
-/// `separator_follows`, else by the end of the id. Equal bytes escape equally,
-/// so only the first differing byte (or the end of the shorter field) decides.
-fn compare_escaped(a: &str, b: &str, separator_follows: bool) -> Ordering {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let head = |field: &[u8]| match field.get(common) {
-        Some(&byte) => Some(escaped_head(byte)),
-        None => separator_follows.then_some((b':', 0)),
-    };
-    head(a).cmp(&head(b))
+/// The bytes of `model::scope_id(scope)`, one at a time (`docs/spec.md` §1.2).
+fn scope_id_bytes(scope: ScopeRef<'_>) -> impl Iterator<Item = u8> + '_ {
+    let fields = scope
+        .fields()
+        .flat_map(|field| std::iter::once(b':').chain(escaped(field)));
+    let owner = scope
+        .owner
+        .into_iter()
+        .flat_map(|owner| b"::".iter().copied().chain(escaped(owner)));
+    scope.kind.name().bytes().chain(fields).chain(owner)
 }
 
-/// The first two bytes of a byte's escape: enough to order two different
-/// bytes' escapes (`%3A` and `%25` differ at their second byte).
-fn escaped_head(byte: u8) -> (u8, u8) {
-    match byte {
-        b':' => (b'%', b'3'),
-        b'%' => (b'%', b'2'),
-        other => (other, 0),
-    }
+/// A field's bytes with `%` as `%25` and `:` as `%3A`.
+fn escaped(field: &str) -> impl Iterator<Item = u8> + '_ {
+    field.bytes().flat_map(|byte| {
+        let (bytes, len) = match byte {
+            b'%' => (*b"%25", 3),
+            b':' => (*b"%3A", 3),
+            other => ([other, 0, 0], 1),
+        };
+        bytes.into_iter().take(len)
+    })
 }
 
 /// The first sixteen bytes of `text`, big-endian: comparing these integers
@@ -61,28 +54,29 @@ fn compare_text(a: (u128, &str), b: (u128, &str)) -> Ordering {
         .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
 }
 
-/// The rank of each scope kind's scope among the context's (at most four)
-/// scopes in scope id order (`usize::MAX` for a kind the context has none of).
+/// The rank of each slot's scope among the context's (at most six) scopes in
+/// scope id order, by [`Slot::index`] (`usize::MAX` for a slot the context
+/// has no scope of).
 ///
 /// Winners passed stage 1, so each one's scope is the context's scope of its
-/// kind: ranking those scopes once reduces the winners' order to (kind rank, key).
+/// slot: ranking those scopes once reduces the winners' order to (slot rank, key).
 #[must_use]
-pub fn scope_ranks(context: &Context<'_>) -> [usize; 4] {
+pub fn scope_ranks(context: &Context<'_>) -> [usize; 8] {
     // On the stack: this runs once per context, for every context of a batch.
-    let mut scopes = ScopeKind::ALL.map(|kind| context.scope_of(kind));
+    let mut scopes = Slot::ALL.map(|slot| context.scope_of(slot));
     scopes.sort_unstable_by(|a, b| match (a, b) {
         (Some(a), Some(b)) => compare_scope_ids(a, b),
         (Some(_), None) => Ordering::Less,
         (None, Some(_)) => Ordering::Greater,
         (None, None) => Ordering::Equal,
     });
-    let mut rank_of_kind = [usize::MAX; 4];
+    let mut rank_of_slot = [usize::MAX; 8];
     for (rank, scope) in scopes.iter().enumerate() {
-        if let Some(slot) = scope.and_then(|scope| rank_of_kind.get_mut(scope.kind as usize)) {
-            *slot = rank;
+        if let Some(entry) = scope.and_then(|scope| rank_of_slot.get_mut(scope.slot().index())) {
+            *entry = rank;
         }
     }
-    rank_of_kind
+    rank_of_slot
 }
 
 /// Sorts winner rows by (scope id, key).
@@ -94,18 +88,18 @@ pub fn sort_active(
     context: &Context<'_>,
     rows: &mut [usize],
 ) -> Result<(), Broken> {
-    let rank_of_kind = scope_ranks(context);
+    let rank_of_slot = scope_ranks(context);
     // Gathered once, so comparisons read small tuples, not the columns.
     let mut keyed: Vec<(usize, u128, &str, usize)> = Vec::with_capacity(rows.len());
     for &row in rows.iter() {
-        let (kind, key) = candidates
+        let (slot, key) = candidates
             .scopes()
             .get(row)
             .zip(candidates.keys().get(row))
-            .map(|(scope, key)| (scope.kind, *key))
+            .map(|(scope, key)| (scope.slot(), *key))
             .ok_or(Broken("a winner row is not a candidate"))?;
-        let rank = rank_of_kind
-            .get(kind as usize)
+        let rank = rank_of_slot
+            .get(slot.index())
             .copied()
             .unwrap_or(usize::MAX);
         keyed.push((rank, prefix(key), key, row));
@@ -168,7 +162,12 @@ mod tests {
             for second in ids {
                 scopes.push(ScopeRef::character(first, second));
                 scopes.push(ScopeRef::scene(first, second));
+                scopes.push(ScopeRef::conversation(first).owned_by(second));
             }
+        }
+        for owner in ["a", "b:", "%"] {
+            scopes.push(ScopeRef::scene("a", "b").owned_by(owner));
+            scopes.push(ScopeRef::scene("a", ":").owned_by(owner));
         }
         scopes
     }
@@ -202,8 +201,8 @@ mod tests {
         let scopes = all_scopes();
         for a in &scopes {
             for b in &scopes {
-                let built_a = scope_id(a.kind, &a.fields().collect::<Vec<_>>());
-                let built_b = scope_id(b.kind, &b.fields().collect::<Vec<_>>());
+                let built_a = scope_id(a.kind, &a.fields().collect::<Vec<_>>(), a.owner);
+                let built_b = scope_id(b.kind, &b.fields().collect::<Vec<_>>(), b.owner);
                 assert_eq!(
                     compare_scope_ids(a, b),
                     built_a.cmp(&built_b),

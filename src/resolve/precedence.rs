@@ -8,10 +8,11 @@
 use std::cmp::Ordering;
 
 use super::candidates::Facts;
+use super::candidates::Slot;
 use super::hash::{map_with_capacity, Map};
 use super::view::Candidates;
 use crate::error::Broken;
-use crate::model::{Reason, ScopeKind};
+use crate::model::Reason;
 
 /// The precedence order: `Less` means `a` comes first (wins). Total when ids
 /// are unique, because ids (`by_id`, asked only on a full tie) come last.
@@ -24,11 +25,11 @@ pub fn compare(a: &Facts, b: &Facts, by_id: impl FnOnce() -> Ordering) -> Orderi
         .then_with(by_id)
 }
 
-/// The best candidate of each (scope kind, key) group so far, with its
+/// The best candidate of each (scope slot, key) group so far, with its
 /// facts: a table from group to a slot of a dense list, so that reading the
 /// winners walks the groups, not the table's capacity.
 pub struct BestOfGroups<K> {
-    slots: Map<(ScopeKind, K), usize>,
+    slots: Map<(Slot, K), usize>,
     best: Vec<(usize, Facts)>,
 }
 
@@ -43,15 +44,15 @@ impl<K> Default for BestOfGroups<K> {
 
 /// Marks `LowerPrecedence` on every survivor (`None` outcome) that is not the
 /// best of its group; the winners keep `None`. `survivors` lists the
-/// candidates that passed stages 1-3 with their (scope kind, key) group (in
-/// scope, their scope is the context's scope of their kind, so (kind, key)
+/// candidates that passed stages 1-3 with their (scope slot, key) group (in
+/// scope, their scope is the context's scope of their slot, so (slot, key)
 /// names the group); those excluded since are skipped. `best` is scratch space.
 ///
 /// # Errors
 /// [`Broken`] when a survivor has no outcome slot or no facts (a bug).
 pub fn exclude_losers<C: Candidates>(
     candidates: &C,
-    survivors: &[(usize, ScopeKind, C::Key)],
+    survivors: &[(usize, Slot, C::Key)],
     outcomes: &mut [Option<Reason>],
     groups: &mut BestOfGroups<C::Key>,
 ) -> Result<(), Broken> {
@@ -60,7 +61,7 @@ pub fn exclude_losers<C: Candidates>(
     slots.clear();
     slots.reserve(survivors.len());
     best.clear();
-    for &(index, kind, key) in survivors {
+    for &(index, slot, key) in survivors {
         let outcome = outcomes.get_mut(index).ok_or(MISSING)?;
         if outcome.is_some() {
             continue; // excluded at stage 4 since
@@ -68,11 +69,11 @@ pub fn exclude_losers<C: Candidates>(
         let facts = candidates.facts(index).ok_or(MISSING)?;
         // Every survivor loses unless it is its group's best at the end.
         *outcome = Some(Reason::LowerPrecedence);
-        let slot = *slots.entry((kind, key)).or_insert_with(|| {
+        let position = *slots.entry((slot, key)).or_insert_with(|| {
             best.push((index, facts));
             best.len() - 1
         });
-        if let Some((current, current_facts)) = best.get_mut(slot) {
+        if let Some((current, current_facts)) = best.get_mut(position) {
             let by_id = || candidates.compare_ids(index, *current);
             if *current != index && compare(&facts, current_facts, by_id) == Ordering::Less {
                 *current = index;
@@ -181,7 +182,7 @@ mod tests {
         let view = ContextCandidates::new(&set, &context, &index);
         let survivors: Vec<_> = [0, 1, 2]
             .into_iter()
-            .map(|row| (row, ScopeKind::User, set.keys()[row]))
+            .map(|row| (row, ScopeRef::user("u").slot(), set.keys()[row]))
             .collect();
         let done = exclude_losers(
             &view,

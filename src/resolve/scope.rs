@@ -4,19 +4,27 @@ use super::candidates::{Context, ScopeRef};
 use crate::model::ScopeKind;
 
 /// Whether a record in `scope` is visible in `context`. Compared field by
-/// field, never through a joined string.
+/// field, never through a joined string. An owned scope matches only its
+/// owner's contexts (it fails closed across users).
 #[must_use]
 pub fn matches(scope: &ScopeRef<'_>, context: &Context<'_>) -> bool {
+    let owner_sees = scope.owner.is_none_or(|owner| owner == context.user_id);
     match scope.kind {
-        ScopeKind::User => scope.first == context.user_id,
+        // User and character scopes have no owner: their user is an id.
+        ScopeKind::User => scope.owner.is_none() && scope.first == context.user_id,
         ScopeKind::Character => {
-            scope.first == context.user_id && scope.second == context.character_id
+            scope.owner.is_none()
+                && scope.first == context.user_id
+                && scope.second == context.character_id
         }
-        ScopeKind::Conversation => scope.first == context.conversation_id,
+        ScopeKind::Conversation => owner_sees && scope.first == context.conversation_id,
         // A context with no current scene sees no scene's records.
-        ScopeKind::Scene => context.scene_id.is_some_and(|scene_id| {
-            scope.first == context.conversation_id && scope.second == scene_id
-        }),
+        ScopeKind::Scene => {
+            owner_sees
+                && context.scene_id.is_some_and(|scene_id| {
+                    scope.first == context.conversation_id && scope.second == scene_id
+                })
+        }
     }
 }
 
@@ -47,6 +55,24 @@ mod tests {
         assert!(matches(&ScopeRef::scene("k1", "s1"), &ctx));
         assert!(!matches(&ScopeRef::scene("k1", "s2"), &ctx));
         assert!(!matches(&ScopeRef::scene("k2", "s1"), &ctx));
+    }
+
+    #[test]
+    fn an_owned_scope_matches_only_its_owners_contexts() {
+        let ctx = context(Some("s1"));
+        assert!(matches(&ScopeRef::conversation("k1").owned_by("u1"), &ctx));
+        assert!(!matches(&ScopeRef::conversation("k1").owned_by("u2"), &ctx));
+        assert!(matches(&ScopeRef::scene("k1", "s1").owned_by("u1"), &ctx));
+        assert!(!matches(&ScopeRef::scene("k1", "s1").owned_by("u2"), &ctx));
+        assert!(!matches(&ScopeRef::user("u1").owned_by("u1"), &ctx));
+        // The slot's scope of the context is exactly what matches.
+        for scope in [
+            ScopeRef::conversation("k1").owned_by("u1"),
+            ScopeRef::scene("k1", "s1"),
+            ScopeRef::user("u1"),
+        ] {
+            assert_eq!(ctx.scope_of(scope.slot()), Some(scope));
+        }
     }
 
     #[test]

@@ -11,10 +11,9 @@
 use std::cmp::Ordering;
 use std::hash::Hash;
 
-use super::candidates::{CandidateSet, Context, Facts};
+use super::candidates::{CandidateSet, Context, Facts, Slot};
 use super::forget::{ContextTombstones, TombstoneIndex};
 use super::scope;
-use crate::model::ScopeKind;
 
 /// One context's candidates, by position `0..len()`.
 pub trait Candidates {
@@ -28,17 +27,17 @@ pub trait Candidates {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Stage 1: the kind of the candidate's scope when that scope is visible
-    /// in the context (it is then the context's one scope of that kind).
-    fn kind_in_scope(&self, index: usize) -> Option<ScopeKind>;
+    /// Stage 1: the slot of the candidate's scope when that scope is visible
+    /// in the context (it is then the context's one scope of that slot).
+    fn slot_in_scope(&self, index: usize) -> Option<Slot>;
     fn facts(&self, index: usize) -> Option<Facts>;
     fn id(&self, index: usize) -> Option<Self::Id>;
     /// The record this one names in `supersedes`, if any. May name no candidate.
     fn supersedes(&self, index: usize) -> Option<Self::Id>;
     fn key(&self, index: usize) -> Option<Self::Key>;
     /// The latest `blocks_sources_before` of the context's tombstones on
-    /// (`kind`, `key`) in the context's scope of that kind.
-    fn forget_bound(&self, kind: ScopeKind, key: Self::Key) -> Option<i64>;
+    /// `key` in the context's scope of `slot`.
+    fn forget_bound(&self, slot: Slot, key: Self::Key) -> Option<i64>;
     /// Ids by code point: precedence's last tie-break.
     fn compare_ids(&self, a: usize, b: usize) -> Ordering;
 }
@@ -73,9 +72,9 @@ impl<'a> Candidates for ContextCandidates<'_, 'a> {
         self.set.len()
     }
 
-    fn kind_in_scope(&self, index: usize) -> Option<ScopeKind> {
+    fn slot_in_scope(&self, index: usize) -> Option<Slot> {
         let scope = self.set.scopes().get(index)?;
-        scope::matches(scope, self.context).then_some(scope.kind)
+        scope::matches(scope, self.context).then(|| scope.slot())
     }
 
     fn facts(&self, index: usize) -> Option<Facts> {
@@ -94,8 +93,8 @@ impl<'a> Candidates for ContextCandidates<'_, 'a> {
         self.set.keys().get(index).copied()
     }
 
-    fn forget_bound(&self, kind: ScopeKind, key: &'a str) -> Option<i64> {
-        self.tombstones.bound(kind, key)
+    fn forget_bound(&self, slot: Slot, key: &'a str) -> Option<i64> {
+        self.tombstones.bound(slot, key)
     }
 
     fn compare_ids(&self, a: usize, b: usize) -> Ordering {

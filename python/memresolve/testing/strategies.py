@@ -21,7 +21,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "memresolve.testing needs Hypothesis: pip install 'memresolve[testing]'"
     ) from exc
 
-from memresolve._records import ForgetTombstone, MemoryRecord, RetrievalContext
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import MemoryRecord
 from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
 from memresolve._types import Authority, Status
 from memresolve._validate import INT64_MAX, INT64_MIN
@@ -138,14 +139,21 @@ def universes() -> st.SearchStrategy[Universe]:
 
 
 def scopes(universe: Universe) -> st.SearchStrategy[Scope]:
-    """A scope of any kind whose ids come from ``universe``."""
+    """A scope of any kind whose ids come from ``universe``.
+
+    Conversation and scene scopes are unowned or owned by one of the
+    universe's users, and every user shares the same conversation ids: a
+    context of one user meets the owned scopes of another (which it must
+    not see) and the unowned ones (which it must).
+    """
     users = _mostly_first(universe.user_ids)
+    owners = st.one_of(st.none(), st.sampled_from(universe.user_ids))
     conversations = _mostly_first(universe.conversation_ids)
     return st.one_of(
         st.builds(UserScope, users),
         st.builds(CharacterScope, users, _mostly_first(universe.character_ids)),
-        st.builds(ConversationScope, conversations),
-        st.builds(SceneScope, conversations, _mostly_first(universe.scene_ids)),
+        st.builds(ConversationScope, conversations, user_id=owners),
+        st.builds(SceneScope, conversations, _mostly_first(universe.scene_ids), user_id=owners),
     )
 
 
@@ -193,14 +201,20 @@ def memory_records(
     )
 
 
-def tombstones(universe: Universe, now: datetime = BASE_NOW) -> st.SearchStrategy[ForgetTombstone]:
-    """A tombstone on a key and scope of ``universe``, bounded near ``now``."""
-    return st.builds(
-        ForgetTombstone,
-        key=st.sampled_from(universe.keys),
-        scope=scopes(universe),
-        forgotten_at=instants(now),
-        blocks_sources_before=instants(now),
+@st.composite
+def tombstones(draw: st.DrawFn, universe: Universe, now: datetime = BASE_NOW) -> ForgetTombstone:
+    """A tombstone on a key and scope of ``universe``, near ``now``.
+
+    Its bound is left to default to ``forgotten_at``, or drawn at or before it
+    (a later bound is an input error, ``docs/spec.md`` §1.5).
+    """
+    forgotten_at = draw(instants(now))
+    bound = draw(st.one_of(st.none(), instants(now).filter(lambda b: b <= forgotten_at)))
+    return ForgetTombstone(
+        key=draw(st.sampled_from(universe.keys)),
+        scope=draw(scopes(universe)),
+        forgotten_at=forgotten_at,
+        blocks_sources_before=bound,  # type: ignore[arg-type]  # None: the default
     )
 
 
