@@ -10,6 +10,8 @@ Run: ``make bench`` (``pytest benches --benchmark-only``). Groups:
   ``Exclusion`` object per excluded candidate, built on first access).
 * ``construct``: building the records through the public constructor
   (validation included), on the native storage and on the pure-Python twin.
+* ``construct-fresh-scopes``: the same, with a scope built for every record,
+  as a loader reading rows does.
 * ``total``: construct + resolve, per backend: the whole per-turn cost.
 """
 
@@ -23,7 +25,7 @@ from memresolve._backend import available_backends
 from memresolve._call import resolve_with
 from memresolve._kernels import get_backend
 from memresolve._records import PurePythonMemoryRecord
-from memresolve.testing.workload import CONTEXT, build, record_arguments
+from memresolve.testing.workload import CONTEXT, build, build_with_fresh_scopes, record_arguments
 
 SIZES = [20, 200, 2_000]
 BACKENDS = available_backends()
@@ -73,6 +75,19 @@ def test_construct(benchmark: BenchmarkFixture, storage: str, size: int) -> None
         pytest.skip("memresolve._native is not built")
     arguments, _ = record_arguments(size, seed=size)
     records = benchmark(build, arguments, _RECORD_CLASS[storage])
+    assert len(records) == size
+
+
+@pytest.mark.benchmark(group="construct-fresh-scopes")
+@pytest.mark.parametrize("size", [200])
+@pytest.mark.parametrize("storage", ["native", "reference"])
+def test_construct_with_a_fresh_scope_per_row(
+    benchmark: BenchmarkFixture, storage: str, size: int
+) -> None:
+    if storage not in BACKENDS:
+        pytest.skip("memresolve._native is not built")
+    arguments, _ = record_arguments(size, seed=size)
+    records = benchmark(build_with_fresh_scopes, arguments, _RECORD_CLASS[storage])
     assert len(records) == size
 
 

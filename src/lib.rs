@@ -15,10 +15,12 @@
 //! - [`resolve`]: the pipeline of `docs/spec.md` §2 over a columnar candidate
 //!   set, one module per stage;
 //! - [`batch`]: the batch form of §4, every context of a store, in parallel;
-//! - [`arrow_input`]: reading the batch form's Arrow tables.
+//! - [`arrow_input`], [`arrow_output`]: the batch form's Arrow tables in and out.
 
 #[cfg(feature = "arrow")]
 pub mod arrow_input;
+#[cfg(feature = "arrow")]
+pub mod arrow_output;
 pub mod batch;
 pub mod error;
 pub mod model;

@@ -139,6 +139,30 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// How firmly a winner may be stated in the prompt (`docs/spec.md` §2.8).
+    Certainty {
+        Confirmed = "confirmed",
+        Likely = "likely",
+        Uncertain = "uncertain",
+    }
+}
+
+/// From this confidence on, a winner no user vouched for is `likely`.
+pub const LIKELY_CONFIDENCE: f64 = 0.85;
+
+/// The certainty of a winner: `confirmed` when a user vouched for it
+/// (`user-confirmed`, `user-corrected`), else `likely` from
+/// [`LIKELY_CONFIDENCE`] on, else `uncertain`.
+#[must_use]
+pub fn certainty(authority: Authority, confidence: f64) -> Certainty {
+    match authority {
+        Authority::UserConfirmed | Authority::UserCorrected => Certainty::Confirmed,
+        _ if confidence >= LIKELY_CONFIDENCE => Certainty::Likely,
+        _ => Certainty::Uncertain,
+    }
+}
+
 impl ScopeKind {
     /// The ids a scope of this kind is made of, in scope-id order. A kind's
     /// ids are the same fields in every form: Python attributes, JSON keys,
@@ -319,6 +343,28 @@ mod tests {
         assert_eq!("scene ".parse::<ScopeKind>(), Err(UnknownName));
         assert!(Authority::UserCorrected > Authority::UserConfirmed);
         assert!(Authority::RuleExtracted > Authority::ModelInferred);
+    }
+
+    #[test]
+    fn certainty_follows_the_authority_then_the_confidence() {
+        assert_eq!(
+            certainty(Authority::UserCorrected, 0.0),
+            Certainty::Confirmed
+        );
+        assert_eq!(
+            certainty(Authority::UserConfirmed, 0.1),
+            Certainty::Confirmed
+        );
+        assert_eq!(certainty(Authority::RuleExtracted, 0.85), Certainty::Likely);
+        assert_eq!(certainty(Authority::ModelInferred, 1.0), Certainty::Likely);
+        assert_eq!(
+            certainty(Authority::RuleExtracted, 0.849_999_999_999_999_9),
+            Certainty::Uncertain
+        );
+        assert_eq!(
+            certainty(Authority::ModelInferred, 0.0),
+            Certainty::Uncertain
+        );
     }
 
     #[test]

@@ -150,6 +150,9 @@ def test_native_code_tables_match_the_python_ones() -> None:
     assert native.scope_owner_columns() == [
         _types.SCOPE_OWNER_COLUMN[kind] for kind in _types.ScopeKind
     ]
+    assert tuple(native.CERTAINTY_NAMES) == tuple(mr.Certainty)
+    assert list(_types.CERTAINTY_CODE.values()) == list(range(len(native.CERTAINTY_NAMES)))
+    assert native.LIKELY_CONFIDENCE == _types.LIKELY_CONFIDENCE
     defaults = _records.RECORD_DEFAULTS
     assert (
         defaults["status"],

@@ -90,3 +90,57 @@ def test_python_dash_m_runs_the_command() -> None:
         check=True,
     )
     assert len(completed.stdout.splitlines()) == 3
+
+
+def test_counts_are_in_the_singular_for_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mr.write_records([inferred_harbor], tmp_path / "r.jsonl")
+    mr.write_contexts([context()], tmp_path / "c.jsonl")
+    assert (
+        main(["resolve", str(tmp_path / "r.jsonl"), "--contexts", str(tmp_path / "c.jsonl")]) == 0
+    )
+    assert "1 record, 0 tombstones, 1 context\n" in capsys.readouterr().out
+
+
+def test_one_context_from_flags_with_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scene = mr.SceneScope("k-1", "s-1", user_id="u-ada")
+    records = [
+        inferred_harbor,
+        corrected_marlowe,
+        mr.MemoryRecord(
+            id="outfit",
+            key="outfit",
+            value="raincoat",
+            scope=scene,
+            authority="rule-extracted",
+            confidence=0.9,
+            valid_from=day(1),
+        ),
+    ]
+    mr.write_records(records, tmp_path / "r.jsonl")
+    base = ["resolve", str(tmp_path / "r.jsonl"), "--now", "2026-07-30T12:00Z", "--user", "u-ada"]
+    assert main([*base, "--json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    decided = json.loads(line)
+    assert decided["context"]["character_id"] is None
+    assert [m["id"] for m in decided["active"]] == ["mem-pet-2"]
+    assert main([*base, "--conversation", "k-1", "--scene", "s-1", "--json"]) == 0
+    decided = json.loads(capsys.readouterr().out)
+    assert {m["id"] for m in decided["active"]} == {"mem-pet-2", "outfit"}
+    # Another user never sees the owned scene.
+    other = ["--now", "2026-07-30T12:00Z", "--user", "u-bob", "--conversation", "k-1"]
+    assert main(["resolve", str(tmp_path / "r.jsonl"), *other, "--scene", "s-1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["active"] == []
+
+
+def test_a_quick_query_needs_now_and_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mr.write_records([inferred_harbor], tmp_path / "r.jsonl")
+    assert main(["resolve", str(tmp_path / "r.jsonl"), "--user", "u-ada"]) == 2
+    assert "--now and --user" in capsys.readouterr().err
+    assert main(["resolve", str(tmp_path / "r.jsonl"), "--user", "u", "--now", "noon"]) == 2
+    assert "not an ISO-8601" in capsys.readouterr().err

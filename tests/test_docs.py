@@ -6,17 +6,29 @@ import doctest
 import re
 from pathlib import Path
 
+import pytest
+
 import memresolve
 from memresolve import _scopes
 
-README = Path(__file__).parent.parent / "README.md"
+ROOT = Path(__file__).parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def test_readme_python_examples_run() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    assert blocks
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+def test_python_examples_run(document: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", document.read_text(encoding="utf-8"), re.DOTALL)
     for block in blocks:
-        exec(compile(block, str(README), "exec"), {})
+        exec(compile(block, str(document), "exec"), {})
+
+
+def test_documents_link_only_inside_the_repository() -> None:
+    for document in DOCUMENTS:
+        for target in re.findall(r"\]\(([^)#]+)", document.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://")):
+                continue
+            assert (document.parent / target).resolve().is_relative_to(ROOT), (document, target)
+            assert (document.parent / target).exists(), (document, target)
 
 
 def test_docstring_examples_run() -> None:

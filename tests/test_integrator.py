@@ -259,3 +259,42 @@ def test_owners_and_tombstone_defaults_in_json_lines() -> None:
     (memory,) = mr.read_records(io.StringIO(minimal))
     assert (memory.status, memory.version) == (mr.Status.ACTIVE, 1)
     assert memory.valid_from + timedelta(0) == datetime(2026, 7, 1, tzinfo=UTC)
+
+
+# The prompt ------------------------------------------------------------------------------
+
+
+def test_prompt_memories_carry_their_scope_and_keep_the_most_specific_per_key(
+    resolve: Resolve,
+) -> None:
+    here = _chat("u-ada", "conv-1", scene="s1")
+    scopes_seen = here.scopes()  # user, character, conversation (+owned), scene (+owned)
+    records = [
+        record(f"nick-{n}", key="nickname", scope=scope, valid_from=day(2))
+        for n, scope in enumerate(scopes_seen)
+    ]
+    records.append(record("city", key="city", valid_from=day(2)))
+    records.append(
+        record("mood", key="mood", scope=mr.ConversationScope("conv-1"), valid_from=day(2))
+    )
+    result = resolve(records, here)
+    every = result.prompt_memories()
+    assert [(m.key, m.scope) for m in every] == [(r.key, r.scope) for r in result.active]
+    assert len([m for m in every if m.key == "nickname"]) == 6
+    kept = result.prompt_memories(per_key="most-specific")
+    assert [(m.key, mr.scope_id(m.scope)) for m in kept] == [
+        ("mood", "conversation:conv-1"),
+        ("nickname", "scene:conv-1:s1::u-ada"),
+        ("city", "user:u-ada"),
+    ]
+    # Without the owned scene, the unowned one; without a scene, the owned conversation.
+    no_owned_scene = [r for r in records if r.id != "nick-5"]
+    kept = resolve(no_owned_scene, here).prompt_memories(per_key="most-specific")
+    assert {mr.scope_id(m.scope) for m in kept if m.key == "nickname"} == {"scene:conv-1:s1"}
+    kept = resolve(records, _chat("u-ada", "conv-1")).prompt_memories(per_key="most-specific")
+    assert {mr.scope_id(m.scope) for m in kept if m.key == "nickname"} == {
+        "conversation:conv-1::u-ada"
+    }
+    with pytest.raises(mr.InvalidInputError) as caught:
+        result.prompt_memories(per_key="newest")  # type: ignore[arg-type]
+    assert caught.value.where() == (K.UNKNOWN_VALUE, "per_key", None, None)

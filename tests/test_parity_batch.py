@@ -73,12 +73,38 @@ def test_every_backend_equals_resolve_per_context(store: Store) -> None:
 @given(stores())
 def test_native_and_reference_tables_are_identical(store: Store) -> None:
     records, contexts, tombstones = _tables(store)
-    tables = [
-        get_batch_resolver(backend)(records, contexts, tombstones=tombstones, include_excluded=True)
-        for backend in BACKENDS
-    ]
-    assert all(table.equals(tables[0]) for table in tables)
-    assert tables[0].schema.field("decision").type == pa.dictionary(pa.int8(), pa.string())
+    for with_values in (False, True):
+        tables = [
+            get_batch_resolver(backend)(
+                records,
+                contexts,
+                tombstones=tombstones,
+                include_excluded=True,
+                with_values=with_values,
+            )
+            for backend in BACKENDS
+        ]
+        assert all(table.equals(tables[0]) for table in tables)
+        assert tables[0].schema.field("decision").type == pa.dictionary(pa.int8(), pa.string())
+    # With values, every winner's row is its prompt memory; no other row has one.
+    by_context = dict(store.contexts)
+    for row in tables[0].to_pylist():
+        if row["decision"] != "active":
+            assert (row["key"], row["value"], row["certainty"]) == (None, None, None)
+            continue
+        result = reference.resolve(
+            store.records, by_context[row["context_id"]], tombstones=store.tombstones
+        )
+        memory = next(
+            m
+            for r, m in zip(result.active, result.prompt_memories(), strict=True)
+            if r.id == row["record_id"]
+        )
+        assert (row["key"], row["value"], row["certainty"]) == (
+            memory.key,
+            memory.value,
+            memory.certainty.value,
+        )
 
 
 @settings(max_examples=50)
@@ -214,6 +240,9 @@ def _producers() -> dict[str, Callable[[pa.Table], Any]]:
         "pyarrow-reader": lambda t: pa.RecordBatchReader.from_batches(t.schema, t.to_batches()),
         "polars": pl.from_arrow,
         "duckdb": lambda t: duckdb.sql("select * from t"),
+        # A streaming reader holds its connection's one open result: one connection each.
+        "duckdb-arrow-reader": lambda t: duckdb.connect().sql("select * from t").to_arrow_reader(),
+        "polars-lazy": lambda t: pl.from_arrow(t).lazy(),  # type: ignore[union-attr]
     }
 
 
@@ -476,3 +505,70 @@ def test_nanoseconds_are_floored_before_the_epoch_too() -> None:
 def test_records_from_arrow_reads_what_resolve_batch_reads() -> None:
     assert tuple(mr.records_from_arrow(R)) == STORY.records
     assert dataclasses.replace(STORY.records[0], value="x") != STORY.records[0]
+
+
+# Batch details an integrator meets ------------------------------------------------------
+
+
+def test_columns_of_the_null_type_read_as_all_null() -> None:
+    # What pa.Table.from_pylist makes of a column that is None on every row.
+    rows = [r.to_dict() for r in STORY.records if r.valid_until is None]
+    for row in rows:
+        row.pop("observed_at")
+    records = pa.Table.from_pylist(rows)
+    assert records.schema.field("valid_until").type == pa.null()
+    assert records.schema.field("character_id").type != pa.null()
+    tombstones = pa.Table.from_pylist(
+        [
+            {
+                "key": "secret",
+                "scope_kind": "user",
+                "user_id": "u-ada",
+                "character_id": None,
+                "conversation_id": None,
+                "scene_id": None,
+                "forgotten_at": day(7),
+            }
+        ]
+    )
+    assert tombstones.schema.field("character_id").type == pa.null()
+    contexts = mr.contexts_to_arrow(STORY.contexts)
+    expected = None
+    for backend in BACKENDS:
+        result = get_batch_resolver(backend)(
+            records, contexts, tombstones=tombstones, include_excluded=True
+        )
+        expected = expected or _rows(result)
+        assert _rows(result) == expected
+        assert ("in-scene", "forgotten", "forgotten") in _rows(result)
+
+
+def test_with_values_needs_the_value_and_confidence_columns() -> None:
+    for backend in BACKENDS:
+        resolve_batch = get_batch_resolver(backend)
+        for dropped in ("value", "confidence"):
+            with pytest.raises(mr.InvalidInputError) as caught:
+                resolve_batch(R.drop_columns([dropped]), C, with_values=True)
+            assert caught.value.where()[:3] == (mr.ErrorKind.MISSING_COLUMN, dropped, None)
+        with pytest.raises(mr.InvalidInputError) as caught:
+            resolve_batch(_with_row(R, "value", 3, None), C, with_values=True)
+        assert caught.value.where()[:3] == (mr.ErrorKind.MISSING, "value", 3)
+        # Without values neither column is needed.
+        assert resolve_batch(R.drop_columns(["value", "confidence"]), C).num_rows > 0
+
+
+def test_the_output_schema_is_as_documented() -> None:
+    for backend in BACKENDS:
+        result = get_batch_resolver(backend)(R, C, with_values=True)
+        dictionary = pa.dictionary(pa.int8(), pa.string())
+        assert [(f.name, f.type, f.nullable) for f in result.schema] == [
+            ("context_id", pa.string(), False),
+            ("record_id", pa.string(), False),
+            ("decision", dictionary, False),
+            ("key", pa.string(), True),
+            ("value", pa.string(), True),
+            ("certainty", dictionary, True),
+        ]
+        assert result.column("certainty").chunk(0).dictionary.to_pylist() == [
+            c.value for c in mr.Certainty
+        ]

@@ -299,7 +299,7 @@ def test_records_and_tombstones_may_be_any_iterable(resolve: Resolve) -> None:
 )
 def test_certainty(authority: str, confidence: float, certainty: mr.Certainty) -> None:
     memory = mr.to_prompt_memory(record("m", authority=authority, confidence=confidence))
-    assert memory == mr.PromptMemory("pet.name", "value of m", certainty)
+    assert memory == mr.PromptMemory("pet.name", "value of m", certainty, ADA)
 
 
 def test_prompt_memories_follow_active_order(resolve: Resolve) -> None:

@@ -43,28 +43,49 @@ def resolve_batch(
     *,
     tombstones: object | None = None,
     include_excluded: bool = False,
+    with_values: bool = False,
 ) -> pa.Table:
     """Resolve every context over one store of records, on Arrow tables (``docs/spec.md`` §4).
 
     ``records``, ``contexts`` and ``tombstones`` are anything that implements
-    the Arrow PyCapsule interface: a pyarrow ``Table``/``RecordBatch``/
-    ``RecordBatchReader``, a polars ``DataFrame``, a duckdb result. Their
-    columns are documented in ``memresolve._arrow`` and the README; extra
-    columns (such as ``value``) are ignored, so private text need not be
-    loaded.
+    the Arrow PyCapsule interface (a pyarrow ``Table``/``RecordBatch``/
+    ``RecordBatchReader``, a polars ``DataFrame``, a duckdb relation) or a
+    polars ``LazyFrame`` (run once, by its streaming engine). Their columns are
+    documented in the README; extra columns are ignored, so private text need
+    not be loaded unless ``with_values`` asks for it.
 
-    Returns a pyarrow ``Table`` with ``context_id``, ``record_id`` and
-    ``decision`` (dictionary-encoded: ``active`` or an exclusion reason). For
-    each context, in input order: its winners in ``active`` order, then, with
-    ``include_excluded``, its other candidates by record id. Records outside a
-    context's scopes are not rows. Every context's rows equal
-    ``resolve(all records, that context)`` less its scope exclusions.
+    Returns a pyarrow ``Table``, one record batch per 512 contexts, of:
+
+    ============== ================================ ========================================
+    column         type                             holds
+    ============== ================================ ========================================
+    ``context_id`` ``string``                       the context's id
+    ``record_id``  ``string``                       a candidate of that context
+    ``decision``   ``dictionary<int8, string>``     ``active`` (code 0) or the exclusion
+                                                    reason (codes 1-5, in stage order)
+    ``key``        ``string``, null unless active   with ``with_values``: the winner's key
+    ``value``      ``string``, null unless active   with ``with_values``: its value
+    ``certainty``  ``dictionary<int8, string>``     with ``with_values``: ``confirmed``,
+                                                    ``likely`` or ``uncertain``
+    ============== ================================ ========================================
+
+    For each context, in input order: its winners in ``active`` order, then,
+    with ``include_excluded``, its other candidates by record id. Records
+    outside a context's scopes are not rows. Every context's rows equal
+    ``resolve(all records, that context)`` less its scope exclusions. With
+    ``with_values`` the records table needs ``value`` and ``confidence``; the
+    text of a value is read only for the rows that win.
 
     Raises:
         InvalidInputError: an input is not Arrow, or breaks a rule; the error
-            names the column (``field``) and the first bad row (``row``).
+            names the column (``field``), the first bad row (``row``) and the
+            kind of problem (``kind``).
     """
     result: pa.Table = _kernels.SELECTED_BATCH(
-        records, contexts, tombstones=tombstones, include_excluded=include_excluded
+        records,
+        contexts,
+        tombstones=tombstones,
+        include_excluded=include_excluded,
+        with_values=with_values,
     )
     return result

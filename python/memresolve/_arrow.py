@@ -49,12 +49,13 @@ from memresolve._arrow_reader import (
     read_contexts_table,
     read_records_table,
     read_tombstones_table,
+    read_values_table,
 )
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._rows import scope_columns
 from memresolve._scopes import Scope
-from memresolve._types import DECISION_NAMES, ID_COLUMNS
+from memresolve._types import DECISION_NAMES, ID_COLUMNS, Certainty
 from memresolve._validate import to_micros
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ __all__ = [
     "read_contexts_table",
     "read_records_table",
     "read_tombstones_table",
+    "read_values_table",
     "records_from_arrow",
     "records_to_arrow",
     "tombstones_from_arrow",
@@ -181,17 +183,23 @@ def tombstones_from_arrow(data: object) -> list[ForgetTombstone]:
 
 
 def decision_table(
-    context_ids: Sequence[str], record_ids: Sequence[str], decisions: Sequence[int]
+    context_ids: Sequence[str],
+    record_ids: Sequence[str],
+    decisions: Sequence[int],
+    winners: Sequence[tuple[str, str, int] | None] | None = None,
 ) -> pa.Table:
-    """The batch result: ``context_id``, ``record_id``, ``decision`` (dictionary of int8)."""
+    """The batch result (``docs/spec.md`` §4.2): ``context_id``, ``record_id``,
+    ``decision`` (dictionary of int8), and when ``winners`` is given (one
+    ``(key, value, certainty code)`` per row, ``None`` for a row that does not
+    win) ``key``, ``value`` and ``certainty`` (dictionary of int8).
+    """
     pa = pyarrow_module()
-    schema = pa.schema(
-        [
-            pa.field("context_id", pa.string(), nullable=False),
-            pa.field("record_id", pa.string(), nullable=False),
-            pa.field("decision", pa.dictionary(pa.int8(), pa.string()), nullable=False),
-        ]
-    )
+    dictionary = pa.dictionary(pa.int8(), pa.string())
+    fields = [
+        pa.field("context_id", pa.string(), nullable=False),
+        pa.field("record_id", pa.string(), nullable=False),
+        pa.field("decision", dictionary, nullable=False),
+    ]
     columns = [
         pa.array(context_ids, pa.string()),
         pa.array(record_ids, pa.string()),
@@ -199,4 +207,18 @@ def decision_table(
             pa.array(decisions, pa.int8()), pa.array(DECISION_NAMES, pa.string())
         ),
     ]
-    return pa.Table.from_arrays(columns, schema=schema)
+    if winners is not None:
+        fields += [
+            pa.field("key", pa.string()),
+            pa.field("value", pa.string()),
+            pa.field("certainty", dictionary),
+        ]
+        columns += [
+            pa.array([None if w is None else w[0] for w in winners], pa.string()),
+            pa.array([None if w is None else w[1] for w in winners], pa.string()),
+            pa.DictionaryArray.from_arrays(
+                pa.array([None if w is None else w[2] for w in winners], pa.int8()),
+                pa.array([c.value for c in Certainty], pa.string()),
+            ),
+        ]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))

@@ -38,6 +38,7 @@ __all__ = [
     "read_contexts_table",
     "read_records_table",
     "read_tombstones_table",
+    "read_values_table",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -493,6 +494,22 @@ def read_tombstones_table(data: object) -> list[ForgetTombstone]:
             )
         )
     return tombstones
+
+
+def read_values_table(data: object) -> tuple[list[str], list[float]]:
+    """The ``value`` and ``confidence`` of every row of a records table already read (the
+    winners' values of ``resolve_batch(..., with_values=True)``), checked as the native
+    reader checks them: ``value`` present and never null, then ``confidence`` present.
+    """
+    reader = _Reader(as_table(data, "records"), "records")
+    values = reader.text("value", required=True, nonempty=False)
+    if not reader.has("confidence"):
+        raise reader.fail(
+            "confidence",
+            ErrorKind.MISSING_COLUMN,
+            "is missing; the certainty of a winner needs it",
+        )
+    return values, reader.confidences("confidence")  # type: ignore[return-value]
 
 
 _BOUND = "blocks_sources_before"

@@ -13,20 +13,31 @@ from typing import TextIO
 from memresolve._api import resolve
 from memresolve._backend import backend_name
 from memresolve._inputs import ForgetTombstone, RetrievalContext
-from memresolve._jsonl import context_to_json, read_contexts, read_records, read_tombstones
+from memresolve._jsonl import (
+    context_to_json,
+    instant_from_text,
+    read_contexts,
+    read_records,
+    read_tombstones,
+)
 from memresolve._records import MemoryRecord
 from memresolve._result import Resolution
 from memresolve._version import __version__
-from memresolve.errors import InvalidInputError
+from memresolve.errors import ErrorKind, InvalidInputError
 
 STORY = resources.files("memresolve") / "_data" / "story"
 
 
+def _shown_context(context: RetrievalContext) -> dict[str, object]:
+    """The context as JSON, with ``null`` for what a quick query did not name."""
+    return {k: None if v == _NONE else v for k, v in context_to_json(context).items()}
+
+
 def _describe(context: RetrievalContext) -> str:
-    scene = context.scene_id if context.scene_id is not None else "(none)"
+    shown = {k: "(none)" if v is None else v for k, v in _shown_context(context).items()}
     return (
-        f"now {context.now.isoformat()} | user {context.user_id} | character "
-        f"{context.character_id} | conversation {context.conversation_id} | scene {scene}"
+        f"now {shown['now']} | user {shown['user_id']} | character {shown['character_id']}"
+        f" | conversation {shown['conversation_id']} | scene {shown['scene_id']}"
     )
 
 
@@ -46,7 +57,7 @@ def _print_text(
 def _json_line(context: RetrievalContext, result: Resolution) -> str:
     return json.dumps(
         {
-            "context": context_to_json(context),
+            "context": _shown_context(context),
             "active": [
                 {
                     "id": record.id,
@@ -73,10 +84,15 @@ def run(
 ) -> None:
     """Resolve ``records`` in every context and print each decision."""
     if output_format == "text":
-        out.write(
-            f"memresolve {__version__} ({backend_name()} backend): {len(records)} records, "
-            f"{len(tombstones)} tombstones, {len(contexts)} contexts\n\n"
+        counts = ", ".join(
+            _count(len(items), noun)
+            for items, noun in (
+                (records, "record"),
+                (tombstones, "tombstone"),
+                (contexts, "context"),
+            )
         )
+        out.write(f"memresolve {__version__} ({backend_name()} backend): {counts}\n\n")
     for number, context in enumerate(contexts, start=1):
         result = resolve(records, context, tombstones=tombstones)
         if output_format == "json":
@@ -95,12 +111,56 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="resolve the bundled example story")
     demo.add_argument("--format", choices=("text", "json"), default="text")
 
-    files = commands.add_parser("resolve", help="resolve JSON Lines files")
+    files = commands.add_parser(
+        "resolve",
+        help="resolve JSON Lines files",
+        description="Resolve the records of a JSON Lines file in each context of --contexts,"
+        " or in the one context --now and --user describe.",
+    )
     files.add_argument("records", type=Path, help="records, one JSON object per line")
-    files.add_argument("--contexts", type=Path, required=True, help="retrieval contexts (JSONL)")
+    files.add_argument("--contexts", type=Path, help="retrieval contexts (JSONL)")
     files.add_argument("--tombstones", type=Path, help="forget tombstones (JSONL)")
+    query = files.add_argument_group(
+        "one context, instead of --contexts",
+        "Without --character or --conversation, no record of a character or conversation"
+        " scope is in scope; without --scene, no scene record is.",
+    )
+    query.add_argument("--now", help="the instant, ISO-8601 with an offset (2026-07-30T12:00Z)")
+    query.add_argument("--user", help="the user id")
+    query.add_argument("--character", help="the character id")
+    query.add_argument("--conversation", help="the conversation id")
+    query.add_argument("--scene", help="the scene id")
     files.add_argument("--format", choices=("text", "json"), default="text")
+    files.add_argument("--json", action="store_true", help="the same as --format json")
     return parser
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+# Stands for a character or conversation the quick query does not name: no
+# record can be scoped to it (ids never hold a NUL in practice; this one also
+# carries the package name).
+_NONE = "\x00memresolve:none"
+
+
+def _query_context(args: argparse.Namespace) -> RetrievalContext:
+    """The one context of ``--now``/``--user``/... (both are required)."""
+    if args.now is None or args.user is None:
+        raise InvalidInputError(
+            "resolve: give --contexts FILE, or --now and --user (and optionally --character,"
+            " --conversation, --scene) for one context",
+            kind=ErrorKind.MISSING,
+            field="now" if args.now is None else "user",
+        )
+    return RetrievalContext(
+        now=instant_from_text(args.now, "now"),
+        user_id=args.user,
+        character_id=args.character or _NONE,
+        conversation_id=args.conversation or _NONE,
+        scene_id=args.scene,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,9 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tombstones = read_tombstones(story / "tombstones.jsonl")
         else:
             records = read_records(args.records)
-            contexts = read_contexts(args.contexts)
+            if args.contexts is not None:
+                contexts = read_contexts(args.contexts)
+            else:
+                contexts = [_query_context(args)]
             tombstones = read_tombstones(args.tombstones) if args.tombstones else []
-        run(records, contexts, tombstones, output_format=args.format, out=sys.stdout)
+        output_format = "json" if getattr(args, "json", False) else args.format
+        run(records, contexts, tombstones, output_format=output_format, out=sys.stdout)
     except InvalidInputError as exc:
         sys.stderr.write(f"memresolve: invalid input: {exc}\n")
         return 2

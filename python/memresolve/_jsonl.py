@@ -30,6 +30,7 @@ from memresolve.errors import ErrorKind, InvalidInputError
 __all__ = [
     "context_from_json",
     "context_to_json",
+    "instant_from_text",
     "read_contexts",
     "read_records",
     "read_tombstones",
@@ -85,6 +86,11 @@ def _instant_from_json(value: object, subject: Subject, field: str) -> datetime:
     except ValueError:
         subject.fail(field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time: {value!r}")
     return check.instant(moment, subject, field)
+
+
+def instant_from_text(value: str, field: str) -> datetime:
+    """An ISO-8601 instant with a UTC offset, as JSON Lines reads it."""
+    return _instant_from_json(value, Subject("argument"), field)
 
 
 def _optional_instant_from_json(value: object, subject: Subject, field: str) -> datetime | None:

@@ -7,9 +7,11 @@ backend's by name; the facade uses ``SELECTED`` and ``SELECTED_BATCH``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from memresolve import _backend, _native_loader, reference
+from memresolve._arrow_reader import arrow_source
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._result import RawResolution
 from memresolve.errors import BackendUnavailableError
@@ -58,6 +60,7 @@ class BatchResolver(Protocol):
         *,
         tombstones: object | None = None,
         include_excluded: bool = False,
+        with_values: bool = False,
     ) -> Any: ...
 
 
@@ -88,13 +91,35 @@ def get_backend(name: str) -> Kernel:
     raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
 
 
+def _native_batch(resolve_batch: Callable[..., Any]) -> BatchResolver:
+    """The native ``resolve_batch``, taking what has no Arrow interface of its own
+    (a polars ``LazyFrame``) as a stream of its batches."""
+
+    def run(
+        records: object,
+        contexts: object,
+        *,
+        tombstones: object | None = None,
+        include_excluded: bool = False,
+        with_values: bool = False,
+    ) -> Any:
+        return resolve_batch(
+            arrow_source(records),
+            arrow_source(contexts),
+            tombstones=None if tombstones is None else arrow_source(tombstones),
+            include_excluded=include_excluded,
+            with_values=with_values,
+        )
+
+    return run
+
+
 def get_batch_resolver(name: str) -> BatchResolver:
     """The ``resolve_batch`` of the backend called ``name``, for tests and benchmarks."""
     if name == "reference":
         return reference.resolve_batch
     if name == "native":
-        batch: BatchResolver = _native_loader.load().resolve_batch
-        return batch
+        return _native_batch(_native_loader.load().resolve_batch)
     raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
 
 

@@ -12,11 +12,13 @@ from memresolve._types import Authority, Status
 
 __all__ = [
     "AUTHORITY_NAMES",
+    "CERTAINTY_NAMES",
     "DECISION_NAMES",
     "DEFAULT_STATUS",
     "DEFAULT_VERSION",
     "ERROR_KIND_NAMES",
     "ID_COLUMN_NAMES",
+    "LIKELY_CONFIDENCE",
     "REASON_NAMES",
     "RESOLVER_VERSION",
     "SCOPE_KIND_NAMES",
@@ -41,6 +43,8 @@ DECISION_NAMES: list[str]
 ERROR_KIND_NAMES: list[str]
 DEFAULT_STATUS: str
 DEFAULT_VERSION: int
+CERTAINTY_NAMES: list[str]
+LIKELY_CONFIDENCE: float
 
 def scope_id_columns() -> list[list[str]]:
     """The id columns each scope kind is made of, by kind code."""
@@ -120,5 +124,6 @@ def resolve_batch(
     *,
     tombstones: object | None = None,
     include_excluded: bool = False,
+    with_values: bool = False,
 ) -> Any:
     """Every context of a store, on Arrow (see ``memresolve.resolve_batch``); a pyarrow Table."""

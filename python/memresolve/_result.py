@@ -5,9 +5,19 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
+from typing import Literal, TypeAlias
 
 from memresolve._records import MemoryRecord
-from memresolve._types import REASON_BY_CODE, RESOLVER_VERSION, Authority, Certainty, Reason
+from memresolve._scopes import Scope, scope_owner
+from memresolve._types import (
+    REASON_BY_CODE,
+    RESOLVER_VERSION,
+    Certainty,
+    Reason,
+    ScopeKind,
+    certainty,
+)
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
     "Exclusion",
@@ -17,9 +27,6 @@ __all__ = [
     "Trace",
     "to_prompt_memory",
 ]
-
-LIKELY_CONFIDENCE = 0.85
-_CONFIRMING_AUTHORITIES = frozenset({Authority.USER_CORRECTED, Authority.USER_CONFIRMED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +39,12 @@ class Exclusion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Trace:
-    """Counts only, safe to log: no ids, no values (``docs/spec.md`` §2.7)."""
+    """Counts only, safe to log: no ids, no values (``docs/spec.md`` §2.7).
+
+    ``excluded_expired`` keeps the tutorial's name but counts every
+    ``status-or-time`` exclusion: records whose interval has ended, records
+    not yet valid, and records stored ``superseded`` or ``expired``.
+    """
 
     memory_candidates: int
     memory_active: int
@@ -63,25 +75,49 @@ class Trace:
 
 @dataclass(frozen=True, slots=True)
 class PromptMemory:
-    """The narrow projection of a winner that goes into the prompt."""
+    """The narrow projection of a winner that goes into the prompt.
+
+    ``scope`` says where the memory holds, so a prompt builder can group
+    memories, or choose among a user's and a character's ``nickname``.
+    """
 
     key: str
     value: str = field(repr=False)  # private text: shown to the model, never in a repr
     certainty: Certainty
+    scope: Scope
 
 
 def certainty_of(record: MemoryRecord) -> Certainty:
     """``confirmed`` if the user vouched for it, ``likely`` from 0.85 up, else ``uncertain``."""
-    if record.authority in _CONFIRMING_AUTHORITIES:
-        return Certainty.CONFIRMED
-    if record.confidence >= LIKELY_CONFIDENCE:
-        return Certainty.LIKELY
-    return Certainty.UNCERTAIN
+    return certainty(record.authority, record.confidence)
 
 
 def to_prompt_memory(record: MemoryRecord) -> PromptMemory:
-    """Project a winner for the prompt: key, value and how certain it may be stated."""
-    return PromptMemory(record.key, record.value, certainty_of(record))
+    """Project a winner for the prompt: key, value, how certain it may be stated, its scope."""
+    return PromptMemory(record.key, record.value, certainty_of(record), record.scope)
+
+
+#: How specific a scope is, most specific first (``docs/spec.md`` §2.8): a
+#: scene, then a conversation, a character, the user; an owned conversation or
+#: scene before the unowned one.
+SPECIFICITY: tuple[tuple[ScopeKind, bool], ...] = (
+    (ScopeKind.SCENE, True),
+    (ScopeKind.SCENE, False),
+    (ScopeKind.CONVERSATION, True),
+    (ScopeKind.CONVERSATION, False),
+    (ScopeKind.CHARACTER, False),
+    (ScopeKind.USER, False),
+)
+_RANK = {slot: rank for rank, slot in enumerate(SPECIFICITY)}
+
+
+def specificity(scope: Scope) -> int:
+    """The rank of ``scope`` in ``SPECIFICITY``: 0 is the most specific."""
+    return _RANK[(scope.kind, scope_owner(scope) is not None)]
+
+
+#: What ``Resolution.prompt_memories`` keeps per key.
+PerKey: TypeAlias = Literal["most-specific"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,9 +268,33 @@ class Resolution:
         """Whether ``record_id`` won its group (``KeyError`` if it was not a candidate)."""
         return self.reason_for(record_id) is None
 
-    def prompt_memories(self) -> tuple[PromptMemory, ...]:
-        """Every winner projected for the prompt, in ``active`` order."""
-        return tuple(map(to_prompt_memory, self.active))
+    def prompt_memories(self, *, per_key: PerKey | None = None) -> tuple[PromptMemory, ...]:
+        """The winners projected for the prompt, in ``active`` order.
+
+        By default every winner: one per (scope, key), so a key can appear
+        once per scope. With ``per_key="most-specific"`` one per key: the
+        winner of the most specific scope (see ``SPECIFICITY``), so a scene's
+        ``outfit`` hides the conversation's and a character's ``nickname`` the
+        user's.
+
+        Raises:
+            InvalidInputError: ``per_key`` is not ``None`` or ``"most-specific"``.
+        """
+        if per_key is None:
+            return tuple(map(to_prompt_memory, self.active))
+        if per_key != "most-specific":
+            raise InvalidInputError(
+                f"per_key: expected None or 'most-specific', got {per_key!r}",
+                kind=ErrorKind.UNKNOWN_VALUE,
+                field="per_key",
+            )
+        best: dict[str, MemoryRecord] = {}
+        for record in self.active:
+            kept = best.get(record.key)
+            if kept is None or specificity(record.scope) < specificity(kept.scope):
+                best[record.key] = record
+        kept_ids = {id(record) for record in best.values()}
+        return tuple(to_prompt_memory(r) for r in self.active if id(r) in kept_ids)
 
 
 _SCOPE, _STATUS_OR_TIME, _FORGOTTEN, _SUPERSEDED, _LOWER_PRECEDENCE = (

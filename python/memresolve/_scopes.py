@@ -6,8 +6,9 @@ owner ``user_id`` (``SCOPE_OWNER_COLUMN``); a test keeps the classes and the
 tables equal.
 
 Scopes are built on every record a loader reads, so their constructors take
-the common case (an ASCII ``str``, which cannot hold a lone surrogate) without
-calling the general rule; anything else goes through ``_validate.text``.
+the common case (an exact, non-empty ASCII ``str``, which cannot hold a lone
+surrogate) inline, without a call; anything else goes through the one rule,
+``_validate.text``.
 """
 
 from __future__ import annotations
@@ -34,17 +35,6 @@ __all__ = [
 ]
 
 
-def _checked(value: object, scope_class: str, field: str) -> str:
-    # The fast path: an exact, non-empty ASCII str is valid as it is.
-    if type(value) is str and value and value.isascii():
-        return value
-    return text(value, Subject(scope_class), field)
-
-
-def _owner(value: object, scope_class: str) -> str | None:
-    return None if value is None else _checked(value, scope_class, "user_id")
-
-
 @dataclass(frozen=True, slots=True, init=False)
 class UserScope:
     """Facts about the user, visible with every character and in every conversation."""
@@ -53,7 +43,9 @@ class UserScope:
     kind: ClassVar[ScopeKind] = ScopeKind.USER
 
     def __init__(self, user_id: str) -> None:
-        _set["UserScope.user_id"](self, _checked(user_id, "UserScope", "user_id"))
+        if type(user_id) is not str or not user_id or not user_id.isascii():
+            user_id = text(user_id, Subject("UserScope"), "user_id")
+        _set_user_user_id(self, user_id)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -70,10 +62,12 @@ class CharacterScope:
     kind: ClassVar[ScopeKind] = ScopeKind.CHARACTER
 
     def __init__(self, user_id: str, character_id: str) -> None:
-        _set["CharacterScope.user_id"](self, _checked(user_id, "CharacterScope", "user_id"))
-        _set["CharacterScope.character_id"](
-            self, _checked(character_id, "CharacterScope", "character_id")
-        )
+        if type(user_id) is not str or not user_id or not user_id.isascii():
+            user_id = text(user_id, Subject("CharacterScope"), "user_id")
+        if type(character_id) is not str or not character_id or not character_id.isascii():
+            character_id = text(character_id, Subject("CharacterScope"), "character_id")
+        _set_character_user_id(self, user_id)
+        _set_character_character_id(self, character_id)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -94,10 +88,14 @@ class ConversationScope:
     kind: ClassVar[ScopeKind] = ScopeKind.CONVERSATION
 
     def __init__(self, conversation_id: str, *, user_id: str | None = None) -> None:
-        _set["ConversationScope.conversation_id"](
-            self, _checked(conversation_id, "ConversationScope", "conversation_id")
-        )
-        _set["ConversationScope.user_id"](self, _owner(user_id, "ConversationScope"))
+        if type(conversation_id) is not str or not conversation_id or not conversation_id.isascii():
+            conversation_id = text(conversation_id, Subject("ConversationScope"), "conversation_id")
+        if user_id is not None and (
+            type(user_id) is not str or not user_id or not user_id.isascii()
+        ):
+            user_id = text(user_id, Subject("ConversationScope"), "user_id")
+        _set_conversation_conversation_id(self, conversation_id)
+        _set_conversation_user_id(self, user_id)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -118,11 +116,17 @@ class SceneScope:
     kind: ClassVar[ScopeKind] = ScopeKind.SCENE
 
     def __init__(self, conversation_id: str, scene_id: str, *, user_id: str | None = None) -> None:
-        _set["SceneScope.conversation_id"](
-            self, _checked(conversation_id, "SceneScope", "conversation_id")
-        )
-        _set["SceneScope.scene_id"](self, _checked(scene_id, "SceneScope", "scene_id"))
-        _set["SceneScope.user_id"](self, _owner(user_id, "SceneScope"))
+        if type(conversation_id) is not str or not conversation_id or not conversation_id.isascii():
+            conversation_id = text(conversation_id, Subject("SceneScope"), "conversation_id")
+        if type(scene_id) is not str or not scene_id or not scene_id.isascii():
+            scene_id = text(scene_id, Subject("SceneScope"), "scene_id")
+        if user_id is not None and (
+            type(user_id) is not str or not user_id or not user_id.isascii()
+        ):
+            user_id = text(user_id, Subject("SceneScope"), "user_id")
+        _set_scene_conversation_id(self, conversation_id)
+        _set_scene_scene_id(self, scene_id)
+        _set_scene_user_id(self, user_id)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -134,13 +138,23 @@ Scope: TypeAlias = UserScope | CharacterScope | ConversationScope | SceneScope
 SCOPE_TYPES: tuple[type[Scope], ...] = (UserScope, CharacterScope, ConversationScope, SceneScope)
 SCOPE_TYPE_OF: dict[ScopeKind, type[Scope]] = {scope.kind: scope for scope in SCOPE_TYPES}
 
+
+def _slot(scope: type[Scope], name: str) -> Callable[[object, object], None]:
+    setter: Callable[[object, object], None] = scope.__dict__[name].__set__
+    return setter
+
+
 # The slots themselves: frozen dataclasses refuse setattr, and going through
-# object.__setattr__ costs more than the whole check.
-_set: dict[str, Callable[[object, object], None]] = {
-    f"{scope.__name__}.{name}": scope.__dict__[name].__set__
-    for scope in SCOPE_TYPES
-    for name in scope.__slots__
-}
+# object.__setattr__ costs more than the whole check. Module globals, not a
+# table: a scope is built per record a loader reads, and each lookup counts.
+_set_user_user_id = _slot(UserScope, "user_id")
+_set_character_user_id = _slot(CharacterScope, "user_id")
+_set_character_character_id = _slot(CharacterScope, "character_id")
+_set_conversation_conversation_id = _slot(ConversationScope, "conversation_id")
+_set_conversation_user_id = _slot(ConversationScope, "user_id")
+_set_scene_conversation_id = _slot(SceneScope, "conversation_id")
+_set_scene_scene_id = _slot(SceneScope, "scene_id")
+_set_scene_user_id = _slot(SceneScope, "user_id")
 
 
 def make_scope(kind: ScopeKind, ids: Sequence[object], owner: object = None) -> Scope:

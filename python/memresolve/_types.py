@@ -15,8 +15,10 @@ from typing import Literal, TypeAlias
 
 __all__ = [
     "AUTHORITY_RANK",
+    "CERTAINTY_CODE",
     "DECISION_NAMES",
     "ID_COLUMNS",
+    "LIKELY_CONFIDENCE",
     "REASON_BY_CODE",
     "REASON_CODE",
     "RESOLVER_VERSION",
@@ -29,6 +31,7 @@ __all__ = [
     "ScopeKind",
     "Status",
     "StatusName",
+    "certainty",
     "decision_code",
 ]
 
@@ -95,6 +98,23 @@ class Certainty(StrEnum):
 
 
 AUTHORITY_RANK: dict[Authority, int] = {member: rank for rank, member in enumerate(Authority)}
+
+#: From this confidence on, a winner no user vouched for is ``likely``.
+LIKELY_CONFIDENCE = 0.85
+_CONFIRMING = frozenset({Authority.USER_CONFIRMED, Authority.USER_CORRECTED})
+#: Each certainty's code: its position in ``Certainty``.
+CERTAINTY_CODE: dict[Certainty, int] = {member: code for code, member in enumerate(Certainty)}
+
+
+def certainty(authority: Authority, confidence: float) -> Certainty:
+    """``confirmed`` if a user vouched for it, ``likely`` from ``LIKELY_CONFIDENCE`` up,
+    else ``uncertain`` (``docs/spec.md`` §2.8)."""
+    if authority in _CONFIRMING:
+        return Certainty.CONFIRMED
+    if confidence >= LIKELY_CONFIDENCE:
+        return Certainty.LIKELY
+    return Certainty.UNCERTAIN
+
 
 #: The fields (and Arrow columns) that hold scope ids, in code order.
 ID_COLUMNS: tuple[str, ...] = ("user_id", "character_id", "conversation_id", "scene_id")

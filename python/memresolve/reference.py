@@ -52,7 +52,14 @@ from memresolve._scopes import (
     UserScope,
     scope_id,
 )
-from memresolve._types import REASON_CODE, Reason, Status, decision_code
+from memresolve._types import (
+    CERTAINTY_CODE,
+    REASON_CODE,
+    Reason,
+    Status,
+    certainty,
+    decision_code,
+)
 from memresolve._validate import to_micros
 
 if TYPE_CHECKING:
@@ -299,13 +306,15 @@ def resolve_batch(
     *,
     tombstones: object | None = None,
     include_excluded: bool = False,
+    with_values: bool = False,
 ) -> pa.Table:
     """``memresolve.resolve_batch`` the obvious way: ``resolve`` once per context.
 
     Slow (every context scans every record) and the oracle of the native
     batch: for each context, in input order, its winners in ``active`` order,
     then (with ``include_excluded``) its exclusions by id, scope exclusions left
-    out (``docs/spec.md`` §4).
+    out (``docs/spec.md`` §4); with ``with_values`` each winner's key, value
+    and certainty.
     """
     from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
@@ -316,19 +325,29 @@ def resolve_batch(
     candidates = _arrow.read_records_table(records, with_values=False)
     targets = _arrow.read_contexts_table(contexts)
     forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
+    values = _arrow.read_values_table(records) if with_values else None
+    row_of = {record.id: row for row, record in enumerate(candidates)}
     context_ids: list[str] = []
     record_ids: list[str] = []
     decisions: list[int] = []
+    winners: list[tuple[str, str, int] | None] = []
     for context_id, context in targets:
         result = resolve(candidates, context, tombstones=forgets)
         for winner in result.active:
             context_ids.append(context_id)
             record_ids.append(winner.id)
             decisions.append(decision_code(None))
+            if values is not None:
+                row = row_of[winner.id]
+                sure = certainty(winner.authority, values[1][row])
+                winners.append((winner.key, values[0][row], CERTAINTY_CODE[sure]))
         if include_excluded:
             for exclusion in result.excluded:
                 if exclusion.reason is not Reason.SCOPE:
                     context_ids.append(context_id)
                     record_ids.append(exclusion.id)
                     decisions.append(decision_code(exclusion.reason))
-    return _arrow.decision_table(context_ids, record_ids, decisions)
+                    winners.append(None)
+    return _arrow.decision_table(
+        context_ids, record_ids, decisions, winners if with_values else None
+    )

@@ -303,6 +303,16 @@ impl<'t> Table<'t> {
         if !self.has(column) {
             return Ok(());
         }
+        self.visit_confidences(column, |_| {})
+    }
+
+    /// Visits each row of a `confidence` column (floats, non-null, finite, 0
+    /// to 1) as `f64`.
+    pub(super) fn visit_confidences(
+        &self,
+        column: &str,
+        mut visit: impl FnMut(f64),
+    ) -> Checked<()> {
         let kind = self.field_type(column)?;
         if kind == DataType::Null {
             return self.all_null(column);
@@ -332,7 +342,7 @@ impl<'t> Table<'t> {
                         let problem = format!("must be between 0 and 1, got {number}");
                         return Err(fail(ErrorKind::OutOfRange, problem));
                     }
-                    Some(_) => {}
+                    Some(number) => visit(number),
                 }
                 row += 1;
             }

@@ -19,6 +19,7 @@ pub mod records;
 mod scopes;
 pub mod text;
 pub mod tombstones;
+pub mod values;
 
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ use crate::error::{ErrorKind, InputError};
 pub use contexts::read_contexts;
 pub use records::read_records;
 pub use tombstones::read_tombstones;
+pub use values::{read_values, Values};
 
 type Checked<T> = Result<T, InputError>;
 
@@ -60,7 +62,7 @@ impl<'t> Table<'t> {
         self.rows
     }
 
-    fn fail(
+    pub(super) fn fail(
         &self,
         column: &str,
         kind: ErrorKind,

@@ -169,3 +169,35 @@ fn visit_strings<'t, O: arrow_array::OffsetSizeTrait, E>(
     }
     Ok(())
 }
+
+/// A string column read by row number, for the few rows a caller needs
+/// (the values of a batch's winners): each row found by a binary search on
+/// the chunks' first rows.
+pub struct TextLookup<'t> {
+    column: TextColumn<'t>,
+    /// The first row of each chunk, ascending.
+    starts: Vec<usize>,
+}
+
+impl<'t> TextLookup<'t> {
+    pub(super) fn new(column: TextColumn<'t>) -> Self {
+        let mut starts = Vec::with_capacity(column.chunks.len());
+        let mut row = 0;
+        for chunk in &column.chunks {
+            starts.push(row);
+            row += chunk.len();
+        }
+        Self { column, starts }
+    }
+
+    /// The string at `row` (`None` for null or past the end).
+    #[must_use]
+    pub fn get(&self, row: usize) -> Option<&'t str> {
+        let chunk = self
+            .starts
+            .partition_point(|&start| start <= row)
+            .checked_sub(1)?;
+        let start = *self.starts.get(chunk)?;
+        self.column.chunks.get(chunk)?.get(row - start)
+    }
+}

@@ -6,7 +6,32 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 
-use crate::model::{IdColumn, ScopeKind};
+use crate::model::{IdColumn, ScopeKind, Vocabulary};
+
+// The macro's items are `pub`; this module is private to the binding.
+#[allow(unreachable_pub)]
+mod fields {
+    crate::model::vocabulary! {
+        /// The fields of a record, in the order they are checked: the Python
+        /// package's `_records.RECORD_FIELDS` (checked equal when it is loaded).
+        Field {
+            Id = "id",
+            Key = "key",
+            Value = "value",
+            Scope = "scope",
+            Status = "status",
+            Authority = "authority",
+            Confidence = "confidence",
+            ValidFrom = "valid_from",
+            ValidUntil = "valid_until",
+            SourceMessageIds = "source_message_ids",
+            Supersedes = "supersedes",
+            Version = "version",
+            ObservedAt = "observed_at",
+        }
+    }
+}
+pub(crate) use fields::Field;
 
 /// Everything looked up in the `memresolve` package, once.
 pub(crate) struct Package {
@@ -20,8 +45,9 @@ pub(crate) struct Package {
     pub memory_record: Py<PyAny>,
     /// `_records.normalize_record_field(record_id, field, value)`.
     pub normalize_record_field: Py<PyAny>,
-    /// `_records.RECORD_DEFAULTS`: the value of each field left out.
-    pub record_defaults: Py<PyDict>,
+    /// `_records.RECORD_DEFAULTS`: the value of each field left out, by
+    /// [`Field`] code (`None`: the field is required).
+    pub record_defaults: Vec<Option<Py<PyAny>>>,
     /// `_records.missing_field_error(record_id, field)`.
     pub missing_field_error: Py<PyAny>,
     /// `_records.argument_error(id_value, positional, unknown)`.
@@ -39,6 +65,26 @@ pub(crate) struct Package {
 }
 
 static PACKAGE: PyOnceLock<Package> = PyOnceLock::new();
+
+/// The defaults of `_records.RECORD_DEFAULTS` by field code, after checking
+/// that `_records.RECORD_FIELDS` lists the fields of [`Field`], in its order.
+fn record_defaults(records: &Bound<'_, PyModule>) -> PyResult<Vec<Option<Py<PyAny>>>> {
+    let names: Vec<String> = records.getattr("RECORD_FIELDS")?.extract()?;
+    if names
+        .iter()
+        .map(String::as_str)
+        .ne(Field::NAMES.iter().copied())
+    {
+        return Err(super::InternalError::new_err(
+            "memresolve._records.RECORD_FIELDS differs from the native storage's fields",
+        ));
+    }
+    let defaults = records.getattr("RECORD_DEFAULTS")?.cast_into::<PyDict>()?;
+    Field::NAMES
+        .iter()
+        .map(|name| Ok(defaults.get_item(name)?.map(Bound::unbind)))
+        .collect()
+}
 
 fn members(module: &Bound<'_, PyModule>, name: &str) -> PyResult<[Py<PyAny>; 4]> {
     let mut found = Vec::with_capacity(4);
@@ -67,10 +113,7 @@ impl Package {
             ],
             memory_record: records.getattr("MemoryRecord")?.unbind(),
             normalize_record_field: records.getattr("normalize_record_field")?.unbind(),
-            record_defaults: records
-                .getattr("RECORD_DEFAULTS")?
-                .cast_into::<PyDict>()?
-                .unbind(),
+            record_defaults: record_defaults(&records)?,
             missing_field_error: records.getattr("missing_field_error")?.unbind(),
             argument_error: records.getattr("argument_error")?.unbind(),
             native_core_of: records.getattr("native_core_of")?.unbind(),
@@ -92,6 +135,14 @@ impl Package {
     /// The package's objects, loaded on first use.
     pub(crate) fn get(py: Python<'_>) -> PyResult<&'static Self> {
         PACKAGE.get_or_try_init(py, || Self::load(py))
+    }
+
+    /// The value a record takes for `field` when it is not given (`None`: required).
+    #[inline]
+    pub(crate) fn record_default(&self, field: Field) -> Option<&Py<PyAny>> {
+        self.record_defaults
+            .get(usize::from(field.code()))
+            .and_then(Option::as_ref)
     }
 
     /// The attribute name of a scope id column.

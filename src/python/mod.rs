@@ -77,6 +77,12 @@ mod _native {
     #[pymodule_export]
     const DECISION_NAMES: [&str; 6] = model::DECISION_NAMES;
 
+    #[pymodule_export]
+    const CERTAINTY_NAMES: &[&str] = <model::Certainty as Vocabulary>::NAMES;
+
+    #[pymodule_export]
+    const LIKELY_CONFIDENCE: f64 = model::LIKELY_CONFIDENCE;
+
     /// The status and version of a record that does not give them.
     #[pymodule_export]
     const DEFAULT_STATUS: &str = model::DEFAULT_STATUS.name();

@@ -11,9 +11,9 @@
 //! resolver reads, so resolving never touches Python objects.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 
-use super::cache::Package;
+use super::cache::{Field, Package};
 use super::convert::{
     exact_text, normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope,
 };
@@ -166,29 +166,25 @@ impl<'py> Checker<'py> {
     /// The argument `field` as given, or its default (`_records.RECORD_DEFAULTS`)
     /// when it was not given; a required field not given is the reference's
     /// `missing` error.
-    fn given(
-        &self,
-        field: &Bound<'py, PyString>,
-        argument: Argument<'py>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    #[inline]
+    fn given(&self, field: Field, argument: Argument<'py>) -> PyResult<Bound<'py, PyAny>> {
         match argument {
             Argument::Given(value) => Ok(value),
-            Argument::Missing => {
-                match self.package.record_defaults.bind(self.py).get_item(field)? {
-                    Some(default) => Ok(default),
-                    None => Err(PyErr::from_value(
-                        self.package
-                            .missing_field_error
-                            .bind(self.py)
-                            .call1((self.record_id_or_none(), field))?,
-                    )),
-                }
-            }
+            Argument::Missing => match self.package.record_default(field) {
+                Some(default) => Ok(default.bind(self.py).clone()),
+                None => Err(PyErr::from_value(
+                    self.package
+                        .missing_field_error
+                        .bind(self.py)
+                        .call1((self.record_id_or_none(), field.name()))?,
+                )),
+            },
         }
     }
 
     /// Positional arguments, or keyword arguments that are no field: the
     /// reference's error (`_records.argument_error`), before any field is read.
+    #[inline]
     fn refuse_arguments(
         &self,
         args: &Bound<'py, PyTuple>,
@@ -410,17 +406,15 @@ impl RecordCore {
         };
         checker.refuse_arguments(args, &id, unknown)?;
         // The field order of `docs/spec.md` §1.3 and of the reference: the first bad field is reported.
-        let id_object = checker.text("id", &checker.given(pyo3::intern!(py, "id"), id)?)?;
+        let id_object = checker.text("id", &checker.given(Field::Id, id)?)?;
         checker.record_id = Some(id_object.clone());
-        let key_object = checker.text("key", &checker.given(pyo3::intern!(py, "key"), key)?)?;
-        let value_object =
-            checker.any_text("value", &checker.given(pyo3::intern!(py, "value"), value)?)?;
-        let (scope_object, scope_read) =
-            checker.scope(&checker.given(pyo3::intern!(py, "scope"), scope)?)?;
-        let status = checker.given(pyo3::intern!(py, "status"), status)?;
+        let key_object = checker.text("key", &checker.given(Field::Key, key)?)?;
+        let value_object = checker.any_text("value", &checker.given(Field::Value, value)?)?;
+        let (scope_object, scope_read) = checker.scope(&checker.given(Field::Scope, scope)?)?;
+        let status = checker.given(Field::Status, status)?;
         let (status_object, status_code) =
             checker.member("status", &status, &checker.package.statuses, Status::NAMES)?;
-        let authority = checker.given(pyo3::intern!(py, "authority"), authority)?;
+        let authority = checker.given(Field::Authority, authority)?;
         let (authority_object, authority_code) = checker.member(
             "authority",
             &authority,
@@ -428,30 +422,24 @@ impl RecordCore {
             Authority::NAMES,
         )?;
         let confidence_object =
-            checker.confidence(&checker.given(pyo3::intern!(py, "confidence"), confidence)?)?;
-        let (valid_from_object, valid_from_micros) = checker.instant(
-            "valid_from",
-            &checker.given(pyo3::intern!(py, "valid_from"), valid_from)?,
-        )?;
+            checker.confidence(&checker.given(Field::Confidence, confidence)?)?;
+        let (valid_from_object, valid_from_micros) =
+            checker.instant("valid_from", &checker.given(Field::ValidFrom, valid_from)?)?;
         let (valid_until_object, valid_until_micros) = checker.optional_instant(
             "valid_until",
-            &checker.given(pyo3::intern!(py, "valid_until"), valid_until)?,
+            &checker.given(Field::ValidUntil, valid_until)?,
         )?;
         let source_object = checker.text_tuple(
             "source_message_ids",
-            &checker.given(pyo3::intern!(py, "source_message_ids"), source_message_ids)?,
+            &checker.given(Field::SourceMessageIds, source_message_ids)?,
         )?;
-        let supersedes_object = checker.optional_text(
-            "supersedes",
-            &checker.given(pyo3::intern!(py, "supersedes"), supersedes)?,
-        )?;
-        let (version_object, version_number) = checker.int64(
-            "version",
-            &checker.given(pyo3::intern!(py, "version"), version)?,
-        )?;
+        let supersedes_object =
+            checker.optional_text("supersedes", &checker.given(Field::Supersedes, supersedes)?)?;
+        let (version_object, version_number) =
+            checker.int64("version", &checker.given(Field::Version, version)?)?;
         let (observed_object, observed_micros) = checker.optional_instant(
             "observed_at",
-            &checker.given(pyo3::intern!(py, "observed_at"), observed_at)?,
+            &checker.given(Field::ObservedAt, observed_at)?,
         )?;
         let supersedes_text = supersedes_object
             .as_ref()

@@ -81,6 +81,17 @@ def build(
     return [record_class(**fields) for fields in arguments]
 
 
+def build_with_fresh_scopes(
+    arguments: list[dict[str, Any]], record_class: type[mr.MemoryRecord] = mr.MemoryRecord
+) -> list[mr.MemoryRecord]:
+    """The records, each with a scope built for it, as a loader reading rows does."""
+    records = []
+    for fields in arguments:
+        scope = fields["scope"]  # the workload's scopes are unowned: their ids rebuild them
+        records.append(record_class(**{**fields, "scope": type(scope)(*scope.fields)}))
+    return records
+
+
 def candidates(
     count: int, seed: int = 0, record_class: type[mr.MemoryRecord] = mr.MemoryRecord
 ) -> tuple[list[mr.MemoryRecord], list[mr.ForgetTombstone]]:
