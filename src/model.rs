@@ -195,6 +195,18 @@ pub const DEFAULT_STATUS: Status = Status::Active;
 /// The version of a record whose version is not given.
 pub const DEFAULT_VERSION: i64 = 1;
 
+/// The first and last instants, in microseconds since the epoch, that an aware
+/// Python datetime can name (`datetime.min` at UTC+23:59:59.999999 and
+/// `datetime.max` at UTC-23:59:59.999999). Arrow instants outside them are
+/// `out-of-range` (`docs/spec.md` §1.6): no Python record could hold them, so
+/// the two storages could not give the same answer for them.
+pub const INSTANT_MIN: i64 = -62_135_683_199_999_999;
+/// See [`INSTANT_MIN`].
+pub const INSTANT_MAX: i64 = 253_402_387_199_999_998;
+/// Why an instant outside [`INSTANT_MIN`]..=[`INSTANT_MAX`] is refused.
+pub const INSTANT_RANGE_PROBLEM: &str = "is outside the instants a Python datetime can name \
+(years 1 to 9999, give or take a day of UTC offset); write null for an open end";
+
 /// The names of a batch row's `decision`, by code: `active` (code 0), then
 /// each reason in stage order (code = reason code + 1).
 pub const DECISION_NAMES: [&str; 6] = {

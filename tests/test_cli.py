@@ -144,3 +144,23 @@ def test_a_quick_query_needs_now_and_user(
     assert "--now and --user" in capsys.readouterr().err
     assert main(["resolve", str(tmp_path / "r.jsonl"), "--user", "u", "--now", "noon"]) == 2
     assert "not an ISO-8601" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--character", ""], "'character_id' must not be empty"),
+        (["--conversation", ""], "'conversation_id' must not be empty"),
+        (["--scene", "s-1"], "--scene needs --conversation"),
+        (["--contexts", "c.jsonl"], "--contexts and --now are alternatives"),
+    ],
+)
+def test_a_quick_query_refuses_what_it_cannot_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], said: str
+) -> None:
+    mr.write_records([inferred_harbor], tmp_path / "r.jsonl")
+    mr.write_contexts([context()], tmp_path / "c.jsonl")
+    options = [str(tmp_path / o) if o.endswith(".jsonl") else o for o in options]
+    base = ["resolve", str(tmp_path / "r.jsonl"), "--now", "2026-07-30T12:00Z", "--user", "u"]
+    assert main([*base, *options]) == 2
+    assert said in capsys.readouterr().err

@@ -422,3 +422,53 @@ def test_a_tombstone_whose_scope_was_altered_is_rejected_by_both() -> None:
         errors.append((str(caught.value), caught.value.field))
     assert errors[0] == errors[1]
     assert errors[0][1] == "scope.user_id"
+
+
+class _PlainText(str):
+    """A str subclass: judged by its value wherever it turns up (docs/spec.md §1.3)."""
+
+
+def test_a_scope_altered_to_hold_a_str_subclass_is_read_by_value() -> None:
+    scope = mr.UserScope("u-ada")
+    object.__setattr__(scope, "user_id", _PlainText("u-ada"))
+    built = record("a", scope=scope)
+    assert type(built.scope.user_id) is str
+    tombstone_scope = mr.UserScope("u-ada")
+    tombstone = forget("pet.name", blocks_sources_before=day(10), scope=tombstone_scope)
+    object.__setattr__(tombstone_scope, "user_id", _PlainText("u-ada"))
+    result = assert_backends_agree([_A], context(), tombstones=[tombstone])
+    assert result.reason_for("a") is mr.Reason.FORGOTTEN
+
+
+class _KeyHidden(mr.MemoryRecord):
+    """A subclass whose overriding attribute breaks a rule."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> str:
+        return ""
+
+
+def test_a_subclass_whose_attribute_breaks_a_rule_is_refused_by_both() -> None:
+    hidden = _KeyHidden(**{name: getattr(_A, name) for name in RECORD_FIELDS})
+    reference, native = _kernels()
+    other = record("b")
+    assert _error_of(native, [other, hidden]) == _error_of(reference, [other, hidden])
+    assert _error_of(reference, [other, hidden])[1:] == ("a", "key")
+
+
+def test_both_kernels_return_the_callers_own_objects() -> None:
+    fields = {name: getattr(_A, name) for name in RECORD_FIELDS}
+    overriding = _Renamed(**fields)
+    for kernel in _kernels():
+        (winner,) = resolve_with(kernel.resolve_rows, [overriding], context(), []).active
+        assert winner is overriding
+
+
+class _Renamed(mr.MemoryRecord):
+    __slots__ = ()
+
+    @property
+    def value(self) -> str:
+        return "renamed"

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -572,3 +573,144 @@ def test_the_output_schema_is_as_documented() -> None:
         assert result.column("certainty").chunk(0).dictionary.to_pylist() == [
             c.value for c in mr.Certainty
         ]
+
+
+# The first and last instants an aware Python datetime can name (docs/spec.md §1.6).
+FIRST_INSTANT = -62_135_683_199_999_999
+LAST_INSTANT = 253_402_387_199_999_998
+
+
+def _micros(table: pa.Table, name: str, row: int, micros: int) -> pa.Table:
+    values = table.column(name).cast(pa.int64()).to_pylist()
+    values[row] = micros
+    index = table.schema.get_field_index(name)
+    return table.set_column(index, name, pa.array(values, pa.int64()).cast(UTC_MICROS))
+
+
+@pytest.mark.parametrize(
+    ("name", "micros"),
+    [("valid_until", LAST_INSTANT), ("valid_from", FIRST_INSTANT), ("observed_at", FIRST_INSTANT)],
+)
+def test_the_ends_of_the_instant_range_are_read_alike(name: str, micros: int) -> None:
+    records = _micros(R, name, 0, micros)
+    answers = [
+        _rows(get_batch_resolver(backend)(records, C, include_excluded=True))
+        for backend in BACKENDS
+    ]
+    assert all(answer == answers[0] for answer in answers)
+    # And the converters read them back as datetimes naming the same instant.
+    read = mr.records_from_arrow(records)[0]
+    moment = getattr(read, name)
+    assert (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) == micros
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("table", "name", "micros"),
+    [
+        ("records", "valid_until", LAST_INSTANT + 1),
+        ("records", "valid_from", FIRST_INSTANT - 1),
+        ("records", "valid_until", 2**63 - 1),  # DuckDB's 'infinity'
+        ("contexts", "now", -(2**63)),
+        ("tombstones", "forgotten_at", LAST_INSTANT + 1),
+    ],
+)
+def test_instants_no_datetime_can_name_are_out_of_range(
+    backend: str, table: str, name: str, micros: int
+) -> None:
+    tables = {"records": R, "contexts": C, "tombstones": T}
+    tables[table] = _micros(tables[table], name, 0, micros)
+    assert _error(
+        get_batch_resolver(backend), tables["records"], tables["contexts"], tables["tombstones"]
+    ) == (K.OUT_OF_RANGE, name, 0)
+
+
+def test_a_record_past_year_9999_in_utc_round_trips() -> None:
+    # 9999-12-31T23:00-05:00 is 10000-01-01T04:00Z: a valid record whose UTC form
+    # no datetime can hold; the converters must still give an equal record back.
+    late = datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))
+    original = record("late", valid_until=late)
+    (back,) = mr.records_from_arrow(mr.records_to_arrow([original]))
+    assert back == original
+    assert back.valid_until == late
+
+
+def _flaky_stream(table: pa.Table) -> pa.RecordBatchReader:
+    def batches() -> Any:
+        yield from table.to_batches(max_chunksize=2)
+        raise RuntimeError("the disk went away")
+
+    return pa.RecordBatchReader.from_batches(table.schema, batches())
+
+
+class _RefusingProducer:
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        raise RuntimeError("no stream today")
+
+
+def _failing_query(table: pa.Table) -> pl.LazyFrame:
+    # Runs only when collected: a strict cast of a text column fails then.
+    return pl.from_arrow(table).lazy().with_columns(pl.col("user_id").cast(pl.Int64, strict=True))  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda: pa.array([1, 2]), K.WRONG_TYPE),
+        (lambda: pa.chunked_array([[1, 2]]), K.WRONG_TYPE),
+        (_RefusingProducer, K.WRONG_TYPE),
+        (lambda: _flaky_stream(C), K.MALFORMED),
+        (lambda: _failing_query(C), K.MALFORMED),
+    ],
+    ids=["array", "chunked-array", "refusing-producer", "failing-stream", "failing-query"],
+)
+def test_inputs_that_are_not_tables_or_fail_when_read(
+    backend: str, make: Callable[[], object], kind: mr.ErrorKind
+) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        get_batch_resolver(backend)(R, make(), tombstones=T)
+    assert caught.value.where() == (kind, "contexts", None, None)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_lazy_frame_runs_in_its_turn_and_once(backend: str) -> None:
+    # A bad records input is reported before the contexts' query runs at all.
+    with pytest.raises(mr.InvalidInputError) as caught:
+        get_batch_resolver(backend)([1], _failing_query(C))
+    assert caught.value.where() == (K.WRONG_TYPE, "records", None, None)
+    # A query that yields no rows still runs exactly once.
+    calls: list[object] = []
+
+    def counted(user: str) -> str:
+        calls.append(user)
+        return user
+
+    empty = (
+        pl.from_arrow(C)
+        .lazy()  # type: ignore[union-attr]
+        .with_columns(pl.col("user_id").map_elements(counted, return_dtype=pl.String))
+        .filter(pl.col("user_id") == "nobody")
+    )
+    assert get_batch_resolver(backend)(R, empty).num_rows == 0
+    assert len(calls) == C.num_rows
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("flag", ["include_excluded", "with_values"])
+@pytest.mark.parametrize("value", [1, 0, "yes", None])
+def test_flags_are_true_or_false(backend: str, flag: str, value: object) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        get_batch_resolver(backend)(R, C, **{flag: value})  # type: ignore[arg-type]
+    assert caught.value.where() == (K.WRONG_TYPE, flag, None, None)
+
+
+def test_a_numpy_bool_is_a_flag() -> None:
+    answers = {
+        backend: _rows(get_batch_resolver(backend)(R, C, include_excluded=np.bool_(True)))  # type: ignore[arg-type]
+        for backend in BACKENDS
+    }
+    assert answers == {
+        backend: _rows(get_batch_resolver(backend)(R, C, include_excluded=True))
+        for backend in BACKENDS
+    }

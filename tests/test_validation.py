@@ -399,3 +399,63 @@ def test_a_tombstone_bound_defaults_to_the_forget_and_may_not_follow_it() -> Non
             key="pet.name", scope=ADA, forgotten_at=day(20), blocks_sources_before=day(21)
         )
     assert caught.value.where() == (K.INCONSISTENT, "blocks_sources_before", None, None)
+
+
+@pytest.mark.parametrize(
+    ("build", "arguments", "expected"),
+    [
+        (mr.RetrievalContext, {}, (K.MISSING, "now")),
+        (mr.RetrievalContext, {"now": day(1), "user_id": "u"}, (K.MISSING, "character_id")),
+        # A bad field before a missing one is reported first: field order.
+        (mr.RetrievalContext, {"now": day(1), "user_id": ""}, (K.EMPTY, "user_id")),
+        (
+            mr.RetrievalContext,
+            {"now": day(1), "user_id": "u", "character_id": "c", "conversation_id": "k", "x": 1},
+            (K.UNKNOWN_FIELD, "x"),
+        ),
+        (mr.ForgetTombstone, {"key": "k", "forgotten_at": day(1)}, (K.MISSING, "scope")),
+        (mr.ForgetTombstone, {"scope": ADA, "forgotten_at": day(1)}, (K.MISSING, "key")),
+        (mr.ForgetTombstone, {"key": "k", "scope": ADA, "at": day(1)}, (K.UNKNOWN_FIELD, "at")),
+    ],
+)
+def test_context_and_tombstone_argument_errors_are_invalid_input(
+    build: Any, arguments: dict[str, Any], expected: tuple[object, ...]
+) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        build(**arguments)
+    assert (caught.value.kind, caught.value.field) == expected
+
+
+@pytest.mark.parametrize("build", [mr.RetrievalContext, mr.ForgetTombstone])
+def test_context_and_tombstone_take_keywords_only(build: Any) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        build(day(1))
+    assert (caught.value.kind, caught.value.field) == (K.WRONG_TYPE, None)
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        # The constructor's field order: id, key and value come before the scope.
+        ({"id": "m1", "key": "", "scope_kind": "team"}, (K.EMPTY, "key")),
+        ({"scope_kind": "conversation"}, (K.MISSING, "id")),
+        # Within the scope, as the Arrow readers check a row: needed ids, then unused ones.
+        (
+            {
+                "id": "m1",
+                "key": "k",
+                "value": "v",
+                "scope_kind": "conversation",
+                "conversation_id": None,
+                "character_id": "c",
+            },
+            (K.MISSING, "conversation_id"),
+        ),
+    ],
+)
+def test_from_dict_reports_faults_in_field_order(
+    row: dict[str, Any], expected: tuple[object, ...]
+) -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.MemoryRecord.from_dict(row)
+    assert (caught.value.kind, caught.value.field) == expected

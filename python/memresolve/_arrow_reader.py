@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memresolve._inputs import ForgetTombstone, RetrievalContext
@@ -25,7 +25,7 @@ from memresolve._types import (
     ScopeKind,
     Status,
 )
-from memresolve._validate import INT64_MAX, INT64_MIN
+from memresolve._validate import INSTANT_MAX, INSTANT_MIN, INSTANT_RANGE_PROBLEM, from_micros
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ __all__ = [
     "read_values_table",
 ]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _REQUIRED = "is null; a value is required"
 _NON_EMPTY = "is empty; a non-empty string is required"
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
@@ -64,46 +63,77 @@ def _is_lazy_frame(data: object) -> bool:
     )
 
 
-def arrow_source(data: object) -> object:
+def arrow_source(data: object, what: str) -> object:
     """``data`` as something with the Arrow PyCapsule interface.
 
-    A polars ``LazyFrame`` is run once, by its streaming engine, and read batch
-    by batch (a ``pyarrow.RecordBatchReader``), never collected twice; anything
-    else is returned as it is.
+    A polars ``LazyFrame`` becomes a ``pyarrow.RecordBatchReader`` over its
+    streaming engine's batches. Nothing runs until the reader is read, so
+    inputs are still taken in order (a bad ``records`` is reported before a
+    ``contexts`` query runs), and the query runs once. A query that fails is
+    ``malformed``, as any Arrow stream that fails. Anything else is returned
+    as it is.
     """
     if not _is_lazy_frame(data):
         return data
     pa = pyarrow_module()
-    frames = iter(data.collect_batches())  # type: ignore[attr-defined]
-    first = next(frames, None)
-    if first is None:
-        empty = data.collect()  # type: ignore[attr-defined]  # no batch: the schema alone
-        return empty.to_arrow()
-    head = first.to_arrow()
+    import polars  # noqa: PLC0415 - a LazyFrame was given, so polars is there
+
+    try:
+        schema = polars.DataFrame(schema=data.collect_schema()).to_arrow().schema  # type: ignore[attr-defined]
+    except Exception as exc:  # any failure of the user's query
+        raise _stream_failed(what, exc) from exc
 
     def batches() -> Iterator[Any]:
-        yield from head.to_batches()
-        for frame in frames:
-            yield from frame.to_arrow().to_batches()
+        for frame in data.collect_batches():  # type: ignore[attr-defined]
+            for batch in frame.to_arrow().to_batches():
+                # Same types; only field metadata may differ from the empty frame's.
+                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
-    return pa.RecordBatchReader.from_batches(head.schema, batches())
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _stream_failed(what: str, exc: BaseException) -> InvalidInputError:
+    return InvalidInputError(
+        f"{what}: the Arrow stream failed: {type(exc).__name__}: {exc}",
+        kind=ErrorKind.MALFORMED,
+        field=what,
+    )
 
 
 def as_table(data: object, what: str) -> pa.Table:
-    """Any Arrow PyCapsule producer (or polars ``LazyFrame``) as a pyarrow ``Table``."""
+    """Any Arrow PyCapsule producer (or polars ``LazyFrame``) as a pyarrow ``Table``.
+
+    Something that is not an Arrow table, or whose producer refuses to give
+    one, is ``wrong-type``; a stream that fails while it is read is
+    ``malformed`` (as the native reader says).
+    """
     pa = pyarrow_module()
-    data = arrow_source(data)
+    data = arrow_source(data, what)
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.table(data)
-    if hasattr(data, "__arrow_c_array__"):
-        return pa.Table.from_batches([pa.record_batch(data)])
-    raise InvalidInputError(
+    try:
+        if hasattr(data, "__arrow_c_stream__"):
+            reader = pa.RecordBatchReader.from_stream(data)
+        elif hasattr(data, "__arrow_c_array__"):
+            return pa.Table.from_batches([pa.record_batch(data)])
+        else:
+            raise _not_arrow(what, type(data).__name__)
+    except InvalidInputError:
+        raise
+    except Exception as exc:  # whatever the producer raised
+        raise _not_arrow(what, f"{type(data).__name__} ({type(exc).__name__}: {exc})") from exc
+    try:
+        return reader.read_all()
+    except Exception as exc:  # whatever the stream raised
+        raise _stream_failed(what, exc) from exc
+
+
+def _not_arrow(what: str, got: str) -> InvalidInputError:
+    return InvalidInputError(
         f"{what}: expected an Arrow table (an object with __arrow_c_stream__ or"
-        f" __arrow_c_array__), got {type(data).__name__}",
+        f" __arrow_c_array__), got {got}",
         kind=ErrorKind.WRONG_TYPE,
         field=what,
     )
@@ -213,13 +243,8 @@ class _Reader:
                 micros.append(None)
                 continue
             instant = tick * 1_000_000 // per_second
-            if not INT64_MIN <= instant <= INT64_MAX:
-                raise self.fail(
-                    column,
-                    ErrorKind.OUT_OF_RANGE,
-                    "is out of the range of microseconds in 64 bits",
-                    row,
-                )
+            if not INSTANT_MIN <= instant <= INSTANT_MAX:
+                raise self.fail(column, ErrorKind.OUT_OF_RANGE, INSTANT_RANGE_PROBLEM, row)
             micros.append(instant)
         return micros
 
@@ -317,7 +342,7 @@ def _is_string_view(kind: pa.DataType) -> bool:
 
 
 def _instant(micros: int | None) -> datetime | None:
-    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
+    return None if micros is None else from_micros(micros)
 
 
 #: Rows are numbered in 32 bits, one value kept for "no row" (as the native store does).

@@ -145,8 +145,17 @@ def _count(number: int, noun: str) -> str:
 _NONE = "\x00memresolve:none"
 
 
+_QUERY_OPTIONS = ("now", "user", "character", "conversation", "scene")
+
+
 def _query_context(args: argparse.Namespace) -> RetrievalContext:
     """The one context of ``--now``/``--user``/... (both are required)."""
+    if args.scene is not None and args.conversation is None:
+        raise InvalidInputError(
+            "resolve: --scene needs --conversation (a scene belongs to one conversation)",
+            kind=ErrorKind.INCONSISTENT,
+            field="scene",
+        )
     if args.now is None or args.user is None:
         raise InvalidInputError(
             "resolve: give --contexts FILE, or --now and --user (and optionally --character,"
@@ -157,8 +166,9 @@ def _query_context(args: argparse.Namespace) -> RetrievalContext:
     return RetrievalContext(
         now=instant_from_text(args.now, "now"),
         user_id=args.user,
-        character_id=args.character or _NONE,
-        conversation_id=args.conversation or _NONE,
+        # An empty id given is refused (empty), as every id; only an absent one is "none".
+        character_id=_NONE if args.character is None else args.character,
+        conversation_id=_NONE if args.conversation is None else args.conversation,
         scene_id=args.scene,
     )
 
@@ -175,6 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             records = read_records(args.records)
             if args.contexts is not None:
+                given = [name for name in _QUERY_OPTIONS if getattr(args, name) is not None]
+                if given:
+                    raise InvalidInputError(
+                        f"resolve: --contexts and --{given[0]} are alternatives; give one",
+                        kind=ErrorKind.INCONSISTENT,
+                        field=given[0],
+                    )
                 contexts = read_contexts(args.contexts)
             else:
                 contexts = [_query_context(args)]

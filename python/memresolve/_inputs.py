@@ -5,18 +5,73 @@ Both are frozen and validated once, at construction (``docs/spec.md`` §1.4-1.5)
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, TypeVar
 
 from memresolve import _validate as check
-from memresolve._records import check_scope
+from memresolve._records import MISSING, check_scope
 from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
 from memresolve._validate import Subject
-from memresolve.errors import ErrorKind
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["ForgetTombstone", "RetrievalContext", "check_tombstone_scope", "forget_everywhere"]
 
+T = TypeVar("T")
 
+
+def _keyword_arguments(label: str) -> Callable[[type[T]], type[T]]:
+    """Makes the argument errors of a keyword-only dataclass ``InvalidInputError``,
+    as ``MemoryRecord``'s are (``docs/spec.md`` §5.2): a positional argument is
+    ``wrong-type``, a name that is no field ``unknown-field``, and a required field
+    left out arrives as ``MISSING``, for ``__post_init__`` to report as ``missing``
+    in its turn (``_given``)."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        generated = cls.__init__
+        names = [each.name for each in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        required = [
+            each.name
+            for each in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if each.default is dataclasses.MISSING and each.default_factory is dataclasses.MISSING
+        ]
+
+        @functools.wraps(generated)
+        def __init__(self: T, *args: object, **kwargs: Any) -> None:
+            if args:
+                raise InvalidInputError(
+                    f"{label}: {cls.__name__} takes keyword arguments only,"
+                    f" got {len(args)} positional",
+                    kind=ErrorKind.WRONG_TYPE,
+                )
+            for name in kwargs:
+                if name not in names:
+                    Subject(label).fail(
+                        name,
+                        ErrorKind.UNKNOWN_FIELD,
+                        f"is not a field of {cls.__name__} (fields: {', '.join(names)})",
+                    )
+            for name in required:
+                kwargs.setdefault(name, MISSING)
+            generated(self, **kwargs)
+
+        setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses assigning a method
+        return cls
+
+    return wrap
+
+
+def _given(value: T, subject: Subject, name: str) -> T:
+    """``value``, unless the argument was left out (``missing``)."""
+    if value is MISSING:
+        subject.fail(name, ErrorKind.MISSING, "is missing")
+    return value
+
+
+@_keyword_arguments("context")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrievalContext:
     """Where and when memories are retrieved: the current user, character, conversation, scene.
@@ -33,9 +88,12 @@ class RetrievalContext:
 
     def __post_init__(self) -> None:
         subject = Subject("context")
-        object.__setattr__(self, "now", check.instant(self.now, subject, "now"))
+        object.__setattr__(
+            self, "now", check.instant(_given(self.now, subject, "now"), subject, "now")
+        )
         for name in ("user_id", "character_id", "conversation_id"):
-            object.__setattr__(self, name, check.text(getattr(self, name), subject, name))
+            value = _given(getattr(self, name), subject, name)
+            object.__setattr__(self, name, check.text(value, subject, name))
         object.__setattr__(
             self, "scene_id", check.optional_text(self.scene_id, subject, "scene_id")
         )
@@ -57,6 +115,7 @@ class RetrievalContext:
         return tuple(seen)
 
 
+@_keyword_arguments("tombstone")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ForgetTombstone:
     """A user's "forget this": blocks ``key`` in ``scope`` for evidence up to a moment.
@@ -75,11 +134,14 @@ class ForgetTombstone:
     blocks_sources_before: datetime = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        key = check.text(self.key, Subject("tombstone"), "key")
+        key = check.text(_given(self.key, Subject("tombstone"), "key"), Subject("tombstone"), "key")
         subject = Subject(f"tombstone for key {key!r}")
         object.__setattr__(self, "key", key)
-        object.__setattr__(self, "scope", check_scope(self.scope, subject, "scope"))
-        forgotten_at = check.instant(self.forgotten_at, subject, "forgotten_at")
+        scope = check_scope(_given(self.scope, subject, "scope"), subject, "scope")
+        object.__setattr__(self, "scope", scope)
+        forgotten_at = check.instant(
+            _given(self.forgotten_at, subject, "forgotten_at"), subject, "forgotten_at"
+        )
         object.__setattr__(self, "forgotten_at", forgotten_at)
         bound = (
             forgotten_at
@@ -102,8 +164,10 @@ def forget_everywhere(
 
     One per scope of ``RetrievalContext.scopes``: the user's, the character's,
     the conversation's and the scene's (when there is one), each unowned and
-    owned by the context's user. "Forget my city" is then one call, wherever
-    this user could see the fact. Evidence observed up to ``at`` is blocked.
+    owned by the context's user. "Forget my city" is then one call for
+    everything this turn could show. Evidence observed up to ``at`` is blocked.
+    Scopes the context does not see (the same user's other characters, other
+    conversations) are untouched.
 
     Raises:
         InvalidInputError: ``key`` or ``at`` breaks a rule, or ``context`` is
@@ -120,10 +184,11 @@ def forget_everywhere(
     )
 
 
-def check_tombstone_scope(tombstone: ForgetTombstone, row: int) -> None:
-    """The scope rule again, at resolve time (see ``_records.check_scope``).
+def check_tombstone_scope(tombstone: ForgetTombstone, row: int) -> Scope:
+    """The scope rule again, at resolve time (see ``_records.check_scope``): the
+    tombstone's scope, normalised.
 
     The reference checks every tombstone with it; the native kernel calls it
     for a scope its fast path does not take, so both raise the same error.
     """
-    check_scope(tombstone.scope, Subject(f"tombstones[{row}]"), "scope")
+    return check_scope(tombstone.scope, Subject(f"tombstones[{row}]"), "scope")

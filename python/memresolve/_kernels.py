@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from memresolve import _backend, _native_loader, reference
+from memresolve import _validate as check
 from memresolve._arrow_reader import arrow_source
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._result import RawResolution
@@ -104,11 +105,11 @@ def _native_batch(resolve_batch: Callable[..., Any]) -> BatchResolver:
         with_values: bool = False,
     ) -> Any:
         return resolve_batch(
-            arrow_source(records),
-            arrow_source(contexts),
-            tombstones=None if tombstones is None else arrow_source(tombstones),
-            include_excluded=include_excluded,
-            with_values=with_values,
+            arrow_source(records, "records"),
+            arrow_source(contexts, "contexts"),
+            tombstones=None if tombstones is None else arrow_source(tombstones, "tombstones"),
+            include_excluded=check.flag(include_excluded, "include_excluded"),
+            with_values=check.flag(with_values, "with_values"),
         )
 
     return run

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Self, TypeVar, overload
 
 from memresolve import _backend, _native_loader, _rows
 from memresolve import _validate as check
-from memresolve._scopes import SCOPE_TYPES, Scope, scope_owner
+from memresolve._scopes import SCOPE_TYPES, Scope, make_scope, scope_owner
 from memresolve._types import (
     SCOPE_ID_COLUMNS,
     SCOPE_OWNER_COLUMN,
@@ -56,12 +56,18 @@ def check_scope(value: object, subject: Subject, field_name: str) -> Scope:
         )
     scope: Scope = value  # type: ignore[assignment]
     # Checked when built, but a frozen object can still be altered
-    # (object.__setattr__, crafted pickle state): check its ids again.
-    for name, field_value in zip(SCOPE_ID_COLUMNS[scope.kind], scope.fields, strict=True):
+    # (object.__setattr__, crafted pickle state): check its ids again, and
+    # rebuild it if one is no longer a plain str (a str subclass is judged by value).
+    ids = [
         check.text(field_value, subject, f"{field_name}.{name}")
+        for name, field_value in zip(SCOPE_ID_COLUMNS[scope.kind], scope.fields, strict=True)
+    ]
+    owner = stored_owner = scope_owner(scope)
     owner_column = SCOPE_OWNER_COLUMN[scope.kind]
     if owner_column is not None:
-        check.optional_text(scope_owner(scope), subject, f"{field_name}.{owner_column}")
+        owner = check.optional_text(stored_owner, subject, f"{field_name}.{owner_column}")
+    if owner is not stored_owner or any(a is not b for a, b in zip(ids, scope.fields, strict=True)):
+        return make_scope(scope.kind, ids, owner)
     return scope
 
 
@@ -273,7 +279,7 @@ class _RecordMethods:
         record defaults; an unknown name, or an id the scope kind does not use,
         is an ``InvalidInputError``.
         """
-        return _rows.from_row(cls, row, RECORD_FIELDS)
+        return _rows.from_row(cls, row, RECORD_FIELDS, normalize_record_field)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a flat row: every field, the scope as ``scope_kind`` and
@@ -470,12 +476,26 @@ def duplicate_id_error(record_id: str, earlier: int, row: int) -> InvalidInputEr
 
 
 def check_records(rows: Sequence[object]) -> Sequence[MemoryRecord]:
-    """Every candidate is a ``MemoryRecord`` and no two share an id (the reference's check)."""
+    """Every candidate is a ``MemoryRecord`` and no two share an id (the reference's check).
+
+    Returns the records to decide on, row for row: each one itself, except a
+    subclass of ``MemoryRecord``, which is judged by what its attributes say
+    (it may override a field), checked by the record rules again in a plain
+    copy, as the native kernel does (``native_core_of``).
+    """
+    checked: list[MemoryRecord] = []
     first_row_of: dict[str, int] = {}
-    for row, record in enumerate(rows):
-        if not isinstance(record, RECORD_TYPES):
-            raise not_a_record_error(record, row)
+    for row, candidate in enumerate(rows):
+        if type(candidate) in RECORD_TYPES:
+            record: MemoryRecord = candidate  # type: ignore[assignment]
+        elif isinstance(candidate, RECORD_TYPES):
+            record = PurePythonMemoryRecord(
+                **{name: getattr(candidate, name) for name in RECORD_FIELDS}
+            )
+        else:
+            raise not_a_record_error(candidate, row)
         earlier = first_row_of.setdefault(record.id, row)
         if earlier != row:
             raise duplicate_id_error(record.id, earlier, row)
-    return rows  # type: ignore[return-value]
+        checked.append(record)
+    return checked

@@ -76,11 +76,13 @@ def scope_from_columns(columns: Mapping[str, Any], subject: Subject) -> Scope:
         )
     ids = SCOPE_ID_COLUMNS[kind]
     owner_column = SCOPE_OWNER_COLUMN[kind]
+    # As the Arrow readers check a row's scope: the ids the kind needs, in
+    # order, then an id it does not use (docs/spec.md §5.2).
+    for name in ids:
+        if columns.get(name) is None:
+            subject.fail(name, ErrorKind.MISSING, f"is missing; a {kind} scope needs it")
     for name in ID_COLUMNS:
-        if name in ids:
-            if columns.get(name) is None:
-                subject.fail(name, ErrorKind.MISSING, f"is missing; a {kind} scope needs it")
-        elif name != owner_column and columns.get(name) is not None:
+        if name not in ids and name != owner_column and columns.get(name) is not None:
             subject.fail(name, ErrorKind.INCONSISTENT, f"is set, but a {kind} scope has no {name}")
     owner = None if owner_column is None else columns.get(owner_column)
     try:
@@ -109,8 +111,18 @@ def to_row(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {name: row[name] for name in ROW_FIELDS}
 
 
-def from_row(build: Callable[..., T], row: object, record_fields: tuple[str, ...]) -> T:
-    """The record ``build(**fields)`` makes of a flat ``row`` (see the module docstring)."""
+def from_row(
+    build: Callable[..., T],
+    row: object,
+    record_fields: tuple[str, ...],
+    check_field: Callable[[str | None, str, object], object],
+) -> T:
+    """The record ``build(**fields)`` makes of a flat ``row`` (see the module docstring).
+
+    Faults are found in the constructor's field order: the fields before
+    ``scope`` are checked (``check_field(record_id, name, value)``, the record
+    rule) before the scope columns are read.
+    """
     if not isinstance(row, Mapping):
         raise InvalidInputError(
             f"record row: expected a mapping of field names, got {type(row).__name__}",
@@ -127,6 +139,13 @@ def from_row(build: Callable[..., T], row: object, record_fields: tuple[str, ...
         if name not in ROW_FIELDS:
             shown = name if isinstance(name, str) else repr(name)
             subject.fail(shown, ErrorKind.UNKNOWN_FIELD, "is not a field of a record row")
+    checked_id: str | None = None
+    for name in record_fields[: record_fields.index("scope")]:
+        if name not in row:
+            subject.fail(name, ErrorKind.MISSING, "is missing")
+        value = check_field(checked_id, name, row[name])
+        if name == "id":
+            checked_id = value  # type: ignore[assignment]
     fields = {name: row[name] for name in record_fields if name != "scope" and name in row}
     fields["scope"] = scope_from_columns(row, subject)
     return build(**fields)

@@ -21,6 +21,18 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MICROSECOND = timedelta(microseconds=1)
+#: The widest UTC offset a ``datetime.timezone`` takes (strictly under a day).
+WIDEST_OFFSET = timedelta(hours=24) - _ONE_MICROSECOND
+#: The first and last instants an aware Python datetime can name, in microseconds
+#: (``datetime.min`` at +23:59:59.999999, ``datetime.max`` at -23:59:59.999999).
+#: Arrow instants outside them are ``out-of-range`` on both storages (spec §1.6):
+#: no ``MemoryRecord`` could hold them, so the two storages could not agree on them.
+INSTANT_MIN = (datetime.min.replace(tzinfo=timezone(WIDEST_OFFSET)) - _EPOCH) // _ONE_MICROSECOND
+INSTANT_MAX = (datetime.max.replace(tzinfo=timezone(-WIDEST_OFFSET)) - _EPOCH) // _ONE_MICROSECOND
+INSTANT_RANGE_PROBLEM = (
+    "is outside the instants a Python datetime can name (years 1 to 9999, "
+    "give or take a day of UTC offset); write null for an open end"
+)
 
 E = TypeVar("E", bound=Enum)
 
@@ -132,6 +144,19 @@ def instant(value: object, subject: Subject, field: str) -> datetime:
     )
 
 
+def flag(value: object, field: str) -> bool:
+    """A keyword flag such as ``include_excluded``: ``True`` or ``False`` (a numpy
+    bool too). Anything else is ``wrong-type``: ``1`` or ``"no"`` would be a guess."""
+    if isinstance(value, bool):
+        return value
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+        return bool(value)
+    Subject("argument").fail(
+        field, ErrorKind.WRONG_TYPE, f"must be True or False, got {_type_name(value)}"
+    )
+
+
 def optional_instant(value: object, subject: Subject, field: str) -> datetime | None:
     return None if value is None else instant(value, subject, field)
 
@@ -195,6 +220,16 @@ def int64(value: object, subject: Subject, field: str) -> int:
             field, ErrorKind.OUT_OF_RANGE, f"must fit in signed 64 bits, got {_shown(whole)}"
         )
     return whole
+
+
+def from_micros(micros: int) -> datetime:
+    """The datetime naming ``micros``: in UTC where UTC can hold it, else at the widest
+    offset that can (only the day at either end of the range needs one)."""
+    if -62_135_596_800_000_000 <= micros <= 253_402_300_799_999_999:
+        return _EPOCH + timedelta(microseconds=micros)
+    offset = -WIDEST_OFFSET if micros > 0 else WIDEST_OFFSET
+    wall_clock = _EPOCH.replace(tzinfo=None) + (timedelta(microseconds=micros) + offset)
+    return wall_clock.replace(tzinfo=timezone(offset))
 
 
 def to_micros(moment: datetime) -> int:

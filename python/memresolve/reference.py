@@ -38,8 +38,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
+from memresolve import _validate as check
 from memresolve._call import resolve_with
 from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
 from memresolve._records import MemoryRecord, check_records
@@ -284,7 +285,8 @@ def resolve_rows(
         key=lambda pair: checked[pair[0]].id,
     )
     return RawResolution(
-        tuple(checked[row] for row in active),
+        # The caller's own objects, as given (checked above: each is a record).
+        tuple(cast("MemoryRecord", records[row]) for row in active),
         tuple(row for row, _ in excluded),
         bytes(code for _, code in excluded),
     )
@@ -318,6 +320,8 @@ def resolve_batch(
     """
     from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
+    include_excluded = check.flag(include_excluded, "include_excluded")
+    with_values = check.flag(with_values, "with_values")
     # Every input is taken as Arrow before any is read, as the native batch does.
     records = _arrow.as_table(records, "records")
     contexts = _arrow.as_table(contexts, "contexts")

@@ -14,7 +14,7 @@ use arrow_schema::{DataType, TimeUnit};
 use super::text::{TextChunk, TextColumn};
 use super::{Checked, Table};
 use crate::error::ErrorKind;
-use crate::model::Vocabulary;
+use crate::model::{Vocabulary, INSTANT_MAX, INSTANT_MIN, INSTANT_RANGE_PROBLEM};
 use crate::resolve::hash::same_bytes;
 
 const REQUIRED: &str = "is null; a value is required";
@@ -214,14 +214,16 @@ impl<'t> Table<'t> {
                 if nulls.is_some_and(|nulls| nulls.is_null(index)) {
                     visit(row, None)?;
                 } else {
-                    let micros = floor_to_micros(tick, per_second).ok_or_else(|| {
-                        self.fail(
-                            column,
-                            ErrorKind::OutOfRange,
-                            "is out of the range of microseconds in 64 bits",
-                            Some(row),
-                        )
-                    })?;
+                    let micros = floor_to_micros(tick, per_second)
+                        .filter(|micros| (INSTANT_MIN..=INSTANT_MAX).contains(micros))
+                        .ok_or_else(|| {
+                            self.fail(
+                                column,
+                                ErrorKind::OutOfRange,
+                                INSTANT_RANGE_PROBLEM,
+                                Some(row),
+                            )
+                        })?;
                     visit(row, Some(micros))?;
                 }
                 row += 1;

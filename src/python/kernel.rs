@@ -8,7 +8,8 @@ use pyo3::types::{PyBytes, PyString, PyTuple};
 use super::cache::Package;
 use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope};
 use super::record::RecordCore;
-use super::{InternalError, InvalidInputError};
+use super::InternalError;
+use crate::error::{ErrorKind, InputError};
 use crate::resolve::{resolve, CandidateSet, Context, Tombstone, TombstoneIndex};
 
 /// From this many candidates on, the pipeline runs with the interpreter
@@ -75,15 +76,20 @@ struct OwnedTombstone {
 
 impl OwnedTombstone {
     fn read(package: &Package, tombstone: &Bound<'_, PyAny>, row: usize) -> PyResult<Self> {
-        let Some(scope) = scope_fields(package, &tombstone.getattr("scope")?)? else {
-            // Altered since it was built: the rule raises the reference's error.
-            package
+        let scope = if let Some(scope) = scope_fields(package, &tombstone.getattr("scope")?)? {
+            scope
+        } else {
+            // Altered since it was built: the rule raises the reference's
+            // error, or gives the scope back normalised (plain `str` ids).
+            let checked = package
                 .check_tombstone_scope
                 .bind(tombstone.py())
                 .call1((tombstone, row))?;
-            return Err(InternalError::new_err(
-                "a tombstone scope passed its rule but not the native reader",
-            ));
+            scope_fields(package, &checked)?.ok_or_else(|| {
+                InternalError::new_err(
+                    "a tombstone scope passed its rule but not the native reader",
+                )
+            })?
         };
         Ok(Self {
             key: text(tombstone, "key")?,
@@ -170,7 +176,13 @@ fn check_partition(resolution: &crate::resolve::Resolution, candidates: usize) -
 
 fn row_number(row: usize) -> PyResult<u32> {
     u32::try_from(row).map_err(|_| {
-        InvalidInputError::new_err("records: more than 2**32 - 1 candidates in one call")
+        super::errors::invalid_input(&InputError {
+            kind: ErrorKind::OutOfRange,
+            field: "records".to_owned(),
+            row: None,
+            record_id: None,
+            message: "records: more than 2**32 - 1 candidates in one call".to_owned(),
+        })
     })
 }
 

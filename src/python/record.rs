@@ -17,7 +17,8 @@ use super::cache::{Field, Package};
 use super::convert::{
     exact_text, normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope,
 };
-use super::{InternalError, InvalidInputError};
+use super::InternalError;
+use crate::error::{ErrorKind, InputError};
 use crate::model::{Authority, ScopeKind, Status, Vocabulary};
 use crate::resolve::{Record, ScopeRef};
 
@@ -65,7 +66,15 @@ impl NativeFields {
         for (end, piece) in ends.iter_mut().zip(pieces) {
             text.push_str(piece);
             *end = u32::try_from(text.len()).map_err(|_| {
-                InvalidInputError::new_err("record: its ids and key exceed 4 GiB together")
+                super::errors::invalid_input(&InputError {
+                    kind: ErrorKind::OutOfRange,
+                    field: "id".to_owned(),
+                    row: None,
+                    record_id: None,
+                    message: "record: its id, key, scope ids and supersedes exceed 4 GiB \
+                              together, the most one native record holds"
+                        .to_owned(),
+                })
             })?;
         }
         Ok((text.into_boxed_str(), ends))
