@@ -28,6 +28,7 @@ from memresolve._arrow import (
     tombstones_to_arrow,
 )
 from memresolve._backend import backend_name
+from memresolve._dataset import DatasetSummary, resolve_dataset
 from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
 from memresolve._jsonl import (
     read_contexts,
@@ -55,6 +56,7 @@ from memresolve.errors import (
     ErrorKind,
     InternalError,
     InvalidInputError,
+    MemoryLimitError,
     MemresolveError,
 )
 
@@ -65,11 +67,13 @@ __all__ = [
     "Certainty",
     "CharacterScope",
     "ConversationScope",
+    "DatasetSummary",
     "ErrorKind",
     "Exclusion",
     "ForgetTombstone",
     "InternalError",
     "InvalidInputError",
+    "MemoryLimitError",
     "MemoryRecord",
     "MemresolveError",
     "PromptMemory",
@@ -94,6 +98,7 @@ __all__ = [
     "records_to_arrow",
     "resolve",
     "resolve_batch",
+    "resolve_dataset",
     "scope_from_id",
     "scope_id",
     "to_prompt_memory",

@@ -1,4 +1,5 @@
-"""The ``memresolve`` command: resolve JSON Lines files, or the bundled story (``demo``)."""
+"""The ``memresolve`` command: resolve JSON Lines files, the bundled story (``demo``), or a
+whole store file to file (``batch``, in ``_cli_batch``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
+from memresolve import _cli_batch
 from memresolve._api import resolve
 from memresolve._backend import backend_name
 from memresolve._inputs import ForgetTombstone, RetrievalContext
@@ -132,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--scene", help="the scene id")
     files.add_argument("--format", choices=("text", "json"), default="text")
     files.add_argument("--json", action="store_true", help="the same as --format json")
+    _cli_batch.add_parser(commands)
     return parser
 
 
@@ -176,6 +179,8 @@ def _query_context(args: argparse.Namespace) -> RetrievalContext:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memresolve`` command; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "batch":
+        return _cli_batch.run(args, sys.stdout, sys.stderr)
     try:
         if args.command == "demo":
             with resources.as_file(STORY) as story:

@@ -1,7 +1,7 @@
 """The compiled Rust module (PyO3). Private: import ``memresolve`` instead."""
 
 from datetime import datetime
-from typing import Any
+from typing import Any, final
 
 from typing_extensions import disjoint_base
 
@@ -24,6 +24,7 @@ __all__ = [
     "SCOPE_KIND_NAMES",
     "STATUS_NAMES",
     "RecordCore",
+    "Router",
     "__version__",
     "resolve_batch",
     "resolve_rows",
@@ -127,3 +128,17 @@ def resolve_batch(
     with_values: bool = False,
 ) -> Any:
     """Every context of a store, on Arrow (see ``memresolve.resolve_batch``); a pyarrow Table."""
+
+@final
+class Router:
+    """Checks the input of the streamed batch job and routes it to parts by owner."""
+
+    def __new__(cls, parts: int, seed: int) -> Router: ...
+    @property
+    def parts(self) -> int: ...
+    def contexts(self, batch: object, row_offset: int) -> tuple[bytes, bytes, bytes]:
+        """Rows by part, where each part ends (u32 bytes), and the context_id hashes."""
+    def records(self, batch: object, row_offset: int) -> tuple[bytes, bytes, bytes]:
+        """Rows by part, where each part ends (u32 bytes), and the id hashes."""
+    def tombstones(self, batch: object, row_offset: int) -> tuple[bytes, bytes]:
+        """Rows by part and where each part ends (u32 bytes)."""

@@ -14,6 +14,7 @@ __all__ = [
     "ErrorKind",
     "InternalError",
     "InvalidInputError",
+    "MemoryLimitError",
     "MemresolveError",
 ]
 
@@ -71,7 +72,9 @@ class InvalidInputError(MemresolveError, ValueError):
         record_id: id of the offending record, when there is one and it is valid.
         field: name of the offending field (dotted for nested ones, ``scope.user_id``).
         line: 1-based line number, when the input came from a JSON Lines file.
-        row: 0-based row index, when the input came from an Arrow table.
+        row: 0-based row index, when the input came from an Arrow table (in a
+            batch job, the row within ``file``).
+        file: the input file the row is in, when a batch job read files.
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class InvalidInputError(MemresolveError, ValueError):
         field: str | None = None,
         line: int | None = None,
         row: int | None = None,
+        file: str | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = ErrorKind(kind)
@@ -90,6 +94,7 @@ class InvalidInputError(MemresolveError, ValueError):
         self.field = field
         self.line = line
         self.row = row
+        self.file = file
 
     def where(self) -> tuple[ErrorKind, str | None, int | None, str | None]:
         """``(kind, field, row, record_id)``: what the differential tests compare."""
@@ -103,6 +108,7 @@ class InvalidInputError(MemresolveError, ValueError):
             "field": self.field,
             "line": self.line,
             "row": self.row,
+            "file": self.file,
         }
         return (_rebuild_invalid_input, (self.args[0], attributes))
 
@@ -113,6 +119,11 @@ def _rebuild_invalid_input(message: str, attributes: dict[str, Any]) -> InvalidI
 
 class BackendUnavailableError(MemresolveError, ImportError):
     """The backend forced with ``MEMRESOLVE_BACKEND`` cannot be used here."""
+
+
+class MemoryLimitError(MemresolveError, MemoryError):
+    """A batch job cannot stay within its ``memory_limit``: one owner's part of
+    the store alone needs more. The message names the owner and the size."""
 
 
 class InternalError(MemresolveError, RuntimeError):

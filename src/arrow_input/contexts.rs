@@ -40,7 +40,10 @@ pub fn read_contexts<'t>(table: &Table<'t>) -> Checked<(Vec<&'t str>, Vec<Contex
             return Err(table.fail(
                 "context_id",
                 ErrorKind::DuplicateId,
-                format_args!("repeats the context_id of row {earlier}"),
+                format_args!(
+                    "repeats the context_id of row {}",
+                    earlier + table.row_offset
+                ),
                 Some(row),
             ));
         }

@@ -13,6 +13,7 @@
 //! validated in full before it is read, so a malformed producer gives an
 //! error, never an out-of-bounds read.
 
+pub mod check;
 mod columns;
 pub mod contexts;
 pub mod records;
@@ -29,6 +30,7 @@ use arrow_schema::{DataType, SchemaRef};
 
 use crate::error::{ErrorKind, InputError};
 
+pub use check::{check_records, id_hashes};
 pub use contexts::read_contexts;
 pub use records::read_records;
 pub use tombstones::read_tombstones;
@@ -42,6 +44,9 @@ pub struct Table<'t> {
     schema: SchemaRef,
     batches: &'t [RecordBatch],
     rows: usize,
+    /// Added to every row an error names: the table's first row in a
+    /// larger input read batch by batch.
+    row_offset: usize,
 }
 
 impl<'t> Table<'t> {
@@ -54,7 +59,15 @@ impl<'t> Table<'t> {
             schema,
             batches,
             rows,
+            row_offset: 0,
         }
+    }
+
+    /// The same table, as rows `row_offset..` of a larger input: errors name
+    /// rows of that input.
+    #[must_use]
+    pub fn starting_at(self, row_offset: usize) -> Self {
+        Self { row_offset, ..self }
     }
 
     #[must_use]
@@ -69,6 +82,7 @@ impl<'t> Table<'t> {
         problem: impl std::fmt::Display,
         row: Option<usize>,
     ) -> InputError {
+        let row = row.map(|row| row + self.row_offset);
         InputError::in_table(self.what, kind, column, row, problem)
     }
 

@@ -97,7 +97,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
         let error = table.fail(
             "id",
             ErrorKind::DuplicateId,
-            format_args!("repeats the id of row {earlier}"),
+            format_args!("repeats the id of row {}", earlier + table.row_offset),
             Some(row),
         );
         return Err(error.with_record_id(id).into());

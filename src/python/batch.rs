@@ -19,7 +19,10 @@ use crate::batch::{resolve_contexts, DecisionChunk};
 use crate::error::{Broken, Error, ErrorKind, InputError};
 
 /// Every batch of one input, imported through the Arrow `PyCapsule` interface.
-fn import(input: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
+pub(crate) fn import(
+    input: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
     let whole = |kind, message: String| {
         invalid_input(&InputError {
             kind,
@@ -53,7 +56,7 @@ fn import(input: &Bound<'_, PyAny>, what: &str) -> PyResult<(SchemaRef, Vec<Reco
     Ok((schema, batches))
 }
 
-type Imported = (SchemaRef, Vec<RecordBatch>);
+pub(crate) type Imported = (SchemaRef, Vec<RecordBatch>);
 
 fn run(
     records: &Imported,

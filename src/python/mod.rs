@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 mod batch;
 mod cache;
 mod convert;
+mod dataset;
 mod errors;
 mod kernel;
 mod record;
@@ -53,6 +54,9 @@ mod _native {
 
     #[pymodule_export]
     use super::record::RecordCore;
+
+    #[pymodule_export]
+    use super::dataset::Router;
 
     #[pymodule_export]
     const RESOLVER_VERSION: &str = model::RESOLVER_VERSION;

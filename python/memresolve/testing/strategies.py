@@ -133,9 +133,10 @@ def _pool(max_size: int) -> st.SearchStrategy[tuple[str, ...]]:
     return st.lists(identifiers(), min_size=1, max_size=max_size, unique=True).map(tuple)
 
 
-def universes() -> st.SearchStrategy[Universe]:
-    """One or two ids per role, so that records usually share their context's scopes."""
-    return st.builds(Universe, _pool(2), _pool(2), _pool(2), _pool(2), _pool(3))
+def universes(max_users: int = 2) -> st.SearchStrategy[Universe]:
+    """One or two ids per role (up to ``max_users`` users), so that records usually share
+    their context's scopes."""
+    return st.builds(Universe, _pool(max_users), _pool(2), _pool(2), _pool(2), _pool(3))
 
 
 def scopes(universe: Universe) -> st.SearchStrategy[Scope]:
@@ -289,15 +290,17 @@ def stores(
     max_records: int = 24,
     max_contexts: int = 5,
     max_tombstones: int = 4,
+    max_users: int = 2,
     now: datetime = BASE_NOW,
 ) -> Store:
     """Several users, characters, conversations and scenes sharing one store of records.
 
     Records carry chains, cycles, cross-scope and dangling edges as in
     ``scenarios``; each context has its own ``now`` near ``now`` and an id
-    ``ctx-<n>``.
+    ``ctx-<n>``. Every user shares the same conversation ids, so one
+    conversation is often named by several users' contexts.
     """
-    universe = draw(universes())
+    universe = draw(universes(max_users))
     records = _records_with_edges(draw, universe, max_records, now)
     moments = draw(st.lists(instants(now), max_size=max_contexts))
     targets = tuple(

@@ -1,0 +1,142 @@
+"""``memresolve batch``: the file-to-file batch job (``resolve_dataset``) as a command.
+
+A progress bar (tqdm) on a terminal; otherwise only the summary. Exit codes:
+0 done, 2 bad input or usage (the message names the file, column and row),
+1 anything else (a full disk, the memory limit, Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from memresolve.errors import InvalidInputError, MemresolveError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: Any) -> None:
+    """Adds the ``batch`` command to the ``memresolve`` parser."""
+    batch = commands.add_parser(
+        "batch",
+        help="resolve every context of a store, Parquet to Parquet, in bounded memory",
+        description="Resolve every context of CONTEXTS over the store RECORDS and write the"
+        " decisions to the Parquet dataset --out. RECORDS, CONTEXTS and --tombstones are"
+        " Parquet files or directories of them; they are read in batches, never whole.",
+    )
+    batch.add_argument("records", type=Path, help="records: a Parquet file or directory")
+    batch.add_argument("contexts", type=Path, help="contexts: a Parquet file or directory")
+    batch.add_argument("--out", type=Path, required=True, help="the output directory to create")
+    batch.add_argument("--tombstones", type=Path, help="forget tombstones (Parquet)")
+    batch.add_argument(
+        "--include-excluded", action="store_true", help="also write each excluded candidate"
+    )
+    batch.add_argument(
+        "--with-values", action="store_true", help="add key, value and certainty to active rows"
+    )
+    batch.add_argument(
+        "--memory-limit", default="2GB", help="the most memory to use, such as 4GB (default 2GB)"
+    )
+    batch.add_argument("--threads", type=int, help="threads to use (default: every core)")
+    batch.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    batch.add_argument("--spill-directory", type=Path, help="where to spill (default: $TMPDIR)")
+    batch.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+class _Bars:
+    """One tqdm bar per stage, on standard error: rows read, then parts resolved."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._stage: str | None = None
+        self._bar: Any = None
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        if stage != self._stage:
+            self.close()
+            from tqdm import tqdm  # type: ignore[import-untyped]  # noqa: PLC0415 - a terminal's
+
+            unit = "part" if stage == "parts" else "row"
+            label = "resolving" if stage == "parts" else f"reading {stage}"
+            self._bar = tqdm(
+                total=total, desc=label, unit=unit, unit_scale=unit == "row", file=self._out
+            )
+            self._stage = stage
+        if total is not None and self._bar.total != total:
+            self._bar.total = total
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _summary_text(summary: Any) -> str:
+    decided = ", ".join(f"{rows:,} {name}" for name, rows in summary.rows.items()) or "no rows"
+    return (
+        f"memresolve batch: {summary.records:,} records, {summary.contexts:,} contexts,"
+        f" {summary.tombstones:,} tombstones in {summary.parts} part(s), {summary.seconds:.1f} s\n"
+        f"  wrote {summary.output}: {decided}\n"
+        f"  peak spill {summary.peak_spill_bytes / 2**20:.1f} MiB\n"
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Runs the job ``args`` describes; returns the exit status."""
+    if args.threads is not None:
+        if args.threads < 1:
+            err.write("memresolve: --threads must be at least 1\n")
+            return 2
+        _use_threads(args.threads)
+    from memresolve._dataset import resolve_dataset  # noqa: PLC0415 - after the thread setting
+
+    bars = _Bars(err) if err.isatty() and not args.json else None
+    try:
+        summary = resolve_dataset(
+            args.records,
+            args.contexts,
+            args.out,
+            tombstones=args.tombstones,
+            include_excluded=args.include_excluded,
+            with_values=args.with_values,
+            memory_limit=args.memory_limit,
+            overwrite=args.overwrite,
+            spill_directory=args.spill_directory,
+            progress=bars,
+        )
+    except (MemresolveError, OSError, KeyboardInterrupt) as exc:
+        if bars is not None:
+            bars.close()
+        message, status = _failure(exc, args)
+        err.write(f"memresolve: {message}\n")
+        return status
+    if bars is not None:
+        bars.close()
+    out.write(json.dumps(summary.as_dict()) + "\n" if args.json else _summary_text(summary))
+    return 0
+
+
+def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
+    """What to say of a failed job, and its exit status (see the module docstring)."""
+    if isinstance(exc, InvalidInputError):
+        return f"invalid input: {exc}", 2
+    if isinstance(exc, FileExistsError):
+        return f"{args.out} exists; pass --overwrite to replace it", 2
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return str(exc), 2
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted; nothing was written", 1
+    return f"{type(exc).__name__}: {exc}", 1
+
+
+def _use_threads(threads: int) -> None:
+    # Read when each pool first starts, which is after this in a fresh process.
+    os.environ["RAYON_NUM_THREADS"] = str(threads)
+    pa = sys.modules.get("pyarrow") or __import__("pyarrow")
+    pa.set_cpu_count(threads)
+    pa.set_io_thread_count(max(threads, 2))

@@ -1,0 +1,499 @@
+"""The batch job over files: ``resolve_dataset``, streamed, in bounded memory.
+
+Every input is read batch by batch (``_sources``), checked by every rule of
+the batch form, and routed to the part of its owner (``docs/spec.md`` §4.3;
+the native ``Router``): contexts first, as the route of an unowned
+conversation's records depends on which users' contexts name it. Parts are
+kept in memory when one is enough, else spilled (``_spill``). Then each part
+is resolved alone by ``resolve_batch`` and written to the output as it is
+done; a part too big for the memory limit is split again by owner first.
+The output directory appears only when the whole job succeeds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memresolve import _backend, _kernels
+from memresolve import _validate as check
+from memresolve._arrow_reader import pyarrow_module
+from memresolve._sources import Source, in_file
+from memresolve._spill import IdBuckets, Parts
+from memresolve._types import DECISION_NAMES, ID_COLUMNS
+from memresolve.errors import (
+    BackendUnavailableError,
+    ErrorKind,
+    InvalidInputError,
+    MemoryLimitError,
+)
+
+__all__ = ["DatasetSummary", "Progress", "parse_size", "resolve_dataset"]
+
+#: The columns resolution reads, per input table (``value`` only with values).
+RECORD_COLUMNS = (
+    "id",
+    "key",
+    "scope_kind",
+    *ID_COLUMNS,
+    "status",
+    "authority",
+    "valid_from",
+    "valid_until",
+    "supersedes",
+    "version",
+    "observed_at",
+    "confidence",
+)
+CONTEXT_COLUMNS = ("context_id", "now", *ID_COLUMNS)
+TOMBSTONE_COLUMNS = ("key", "scope_kind", *ID_COLUMNS, "forgotten_at", "blocks_sources_before")
+
+#: What a part costs in memory while it is resolved, as a multiple of its
+#: Arrow bytes: the part's table, the native store built from it, and the
+#: output (measured on the benchmark stores: about 3; 4 leaves room).
+RESOLVE_FACTOR = 4
+#: Memory the process needs whatever the input: the interpreter, pyarrow and
+#: numpy, the routing tables, and the batches in flight.
+BASELINE_BYTES = 512 * 2**20
+#: The least memory worth resolving parts in, beyond the baseline.
+MIN_BUDGET_BYTES = 64 * 2**20
+#: Parts of an input whose size is unknown (an Arrow stream) until it is read.
+STREAM_PARTS = 16
+#: How often a part too big for the limit is split again by owner.
+MAX_SPLITS = 4
+
+#: ``progress(stage, done, total)``: rows read of ``records``, ``contexts``,
+#: ``tombstones``, then parts resolved of ``parts``; ``total`` when known.
+Progress = Callable[[str, int, "int | None"], None]
+
+
+def parse_size(size: int | str) -> int:
+    """Bytes from an int or a size such as ``"2GB"``, ``"512MiB"``, ``"4G"``."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        if size <= 0:
+            raise _bad_limit(size)
+        return size
+    if not isinstance(size, str):
+        raise _bad_limit(size)
+    text = size.strip().upper().replace(" ", "")
+    units = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "KIB": 2**10, "M": 10**6, "MB": 10**6}
+    units |= {"MIB": 2**20, "G": 10**9, "GB": 10**9, "GIB": 2**30, "T": 10**12, "TB": 10**12}
+    units |= {"TIB": 2**40}
+    number = text.rstrip("KMGTIB")
+    try:
+        value = float(number) * units[text[len(number) :]]
+    except (KeyError, ValueError):
+        raise _bad_limit(size) from None
+    if not math.isfinite(value) or value < 1:
+        raise _bad_limit(size)
+    return int(value)
+
+
+def _bad_limit(size: object) -> InvalidInputError:
+    return InvalidInputError(
+        f"memory_limit: expected a positive number of bytes or a size such as '2GB', got {size!r}",
+        kind=ErrorKind.MALFORMED,
+        field="memory_limit",
+    )
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What a ``resolve_dataset`` job did: counts and sizes, never ids or values.
+
+    ``rows`` counts the output rows per decision (``active``, and with
+    ``include_excluded`` each reason); ``parts`` is how many parts were
+    resolved, splits included; ``peak_spill_bytes`` the most the spill
+    directory held (0 when everything stayed in memory).
+    """
+
+    output: str
+    records: int
+    contexts: int
+    tombstones: int
+    parts: int
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    peak_spill_bytes: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """Every field, for ``--json`` and logs."""
+        return {
+            "output": self.output,
+            "records": self.records,
+            "contexts": self.contexts,
+            "tombstones": self.tombstones,
+            "parts": self.parts,
+            "rows": dict(self.rows),
+            "seconds": round(self.seconds, 3),
+            "peak_spill_bytes": self.peak_spill_bytes,
+        }
+
+
+@dataclass
+class _PartSet:
+    """The three inputs split into the same parts by one ``Router``."""
+
+    router: Any
+    contexts: Parts
+    records: Parts
+    tombstones: Parts
+
+    @classmethod
+    def make(
+        cls, native: Any, count: int, seed: int, directory: Path | None, cleanup: ExitStack
+    ) -> _PartSet:
+        made = cls(
+            native.Router(count, seed),
+            Parts("contexts", count, directory, seed),
+            Parts("records", count, directory, seed),
+            Parts("tombstones", count, directory, seed),
+        )
+        cleanup.callback(made.close)  # open spill files are closed whatever happens
+        return made
+
+    def close(self) -> None:
+        for parts in (self.contexts, self.records, self.tombstones):
+            parts.close()
+
+    def size(self, part: int) -> int:
+        return sum(p.bytes[part] for p in (self.contexts, self.records, self.tombstones))
+
+    def remove(self, part: int) -> None:
+        for parts in (self.contexts, self.records, self.tombstones):
+            parts.remove(part)
+
+    def route(self, parts: Parts, batch: Any, routed: tuple[bytes, ...]) -> None:
+        np = _numpy()
+        rows = np.frombuffer(routed[0], dtype=np.uint32)
+        ends = np.frombuffer(routed[1], dtype=np.uint32).astype(np.int64)
+        starts = np.concatenate(([0], ends[:-1]))
+        for part in np.flatnonzero(ends > starts):
+            parts.add(int(part), batch.take(rows[starts[part] : ends[part]]))
+
+
+@dataclass
+class _Job:
+    """One run of ``resolve_dataset``."""
+
+    native: Any
+    budget: int
+    spill: Path
+    output: Path
+    options: dict[str, bool]
+    progress: Progress | None
+    cleanup: ExitStack
+    schemas: dict[str, Any] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISION_NAMES, 0))
+    written: int = 0
+    resolved: int = 0
+    total_parts: int = 0
+    peak_spill: int = 0
+
+    def report(self, stage: str, done: int, total: int | None = None) -> None:
+        if self.progress is not None:
+            self.progress(stage, done, total)
+
+    def note_spill(self) -> None:
+        self.peak_spill = max(self.peak_spill, _directory_bytes(self.spill))
+
+    # Reading the inputs ---------------------------------------------------------------
+
+    def read(self, source: Source, parts: _PartSet, target: Parts, ids: IdBuckets | None) -> int:
+        """Reads, checks and routes every batch of ``source``; returns its rows."""
+        route = getattr(parts.router, source.what)
+        self.schemas[source.what] = source.empty().schema
+        read = 0
+        for name, offset, batch in source.batches():
+            try:
+                routed = route(batch, offset)
+            except InvalidInputError as error:
+                raise in_file(name, error) from None
+            parts.route(target, batch, routed)
+            if ids is not None:
+                ids.add(routed[2], read)
+            read += batch.num_rows
+            self.report(source.what, read)
+        if read == 0:  # no rows: its columns are checked all the same
+            route(source.empty(), 0)
+        return read
+
+    # Resolving the parts ----------------------------------------------------------------
+
+    def resolve_all(self, parts: _PartSet, depth: int) -> None:
+        """Resolves every part of ``parts``, splitting those too big for the budget."""
+        for part in range(parts.router.parts):
+            if parts.contexts.rows[part]:
+                if parts.size(part) * RESOLVE_FACTOR > self.budget:
+                    self._split(parts, part, depth)
+                else:
+                    self._resolve(parts, part)
+            parts.remove(part)
+            self.resolved += 1
+            self.report("parts", self.resolved, self.total_parts)
+
+    def _resolve(self, parts: _PartSet, part: int) -> None:
+        result = _kernels.SELECTED_BATCH(
+            parts.records.table(part, self.schemas["records"]),
+            parts.contexts.table(part, self.schemas["contexts"]),
+            tombstones=(
+                None
+                if "tombstones" not in self.schemas
+                else parts.tombstones.table(part, self.schemas["tombstones"])
+            ),
+            **self.options,
+        )
+        if result.num_rows:  # no file of nothing: a part whose contexts see no record
+            self.write(result)
+            _count_decisions(result, self.rows)
+
+    def write(self, result: Any) -> None:
+        _write_parquet(result, self.output / f"part-{self.written:05d}.parquet")
+        self.written += 1
+
+    def finish(self) -> None:
+        """Writes one file with no rows when nothing else was, so the output has its columns."""
+        if self.written == 0:
+            empty = {what: _empty_table(schema) for what, schema in self.schemas.items()}
+            self.write(
+                _kernels.SELECTED_BATCH(
+                    empty["records"],
+                    empty["contexts"],
+                    tombstones=empty.get("tombstones"),
+                    **self.options,
+                )
+            )
+
+    def _split(self, parts: _PartSet, part: int, depth: int) -> None:
+        """Splits one part in several by owner (a new seed), then resolves those."""
+        contexts = parts.contexts.table(part, self.schemas["contexts"])
+        owners = contexts.column("user_id").unique()
+        if len(owners) == 1 or depth >= MAX_SPLITS:
+            raise self._too_big(parts, part)
+        count = math.ceil(parts.size(part) * RESOLVE_FACTOR / self.budget) + 1
+        smaller = _PartSet.make(self.native, count, depth + 1, self.spill, self.cleanup)
+        for stage, target, source in (
+            ("contexts", smaller.contexts, parts.contexts),
+            ("records", smaller.records, parts.records),
+            ("tombstones", smaller.tombstones, parts.tombstones),
+        ):
+            route = getattr(smaller.router, stage)
+            for batch in source.batches(part):
+                smaller.route(target, batch, route(batch, 0))
+        smaller.close()
+        parts.remove(part)
+        self.note_spill()
+        self.total_parts += count - 1
+        self.resolve_all(smaller, depth + 1)
+        self.resolved -= 1  # the split part counts once, as its pieces
+
+    def _too_big(self, parts: _PartSet, part: int) -> MemoryLimitError:
+        pc = __import__("pyarrow.compute", fromlist=["value_counts"])
+        records = parts.records.table(part, self.schemas["records"])
+        counts = pc.value_counts(records.column("user_id").drop_null())
+        biggest = max(counts.to_pylist(), key=lambda entry: entry["counts"], default=None)
+        owner = "?" if biggest is None else biggest["values"]
+        size = parts.size(part) * RESOLVE_FACTOR
+        return MemoryLimitError(
+            f"one owner's part of the store needs about {_shown_bytes(size)} to resolve, more"
+            f" than the memory limit leaves ({_shown_bytes(self.budget)}): user {owner!r}"
+            f" ({biggest['counts'] if biggest else 0} records); raise memory_limit"
+        )
+
+
+def _shown_bytes(size: float) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
+def _numpy() -> Any:
+    import numpy  # noqa: PLC0415 - the batch job's optional dependency
+
+    return numpy
+
+
+def _part_count(sources: list[Source], budget: int, parts: int | None) -> int:
+    if parts is not None:
+        return max(1, parts)
+    estimates = [source.estimated_bytes() for source in sources]
+    if any(estimate is None for estimate in estimates):
+        return STREAM_PARTS  # a stream: its size is unknown; oversized parts are split later
+    total = sum(e for e in estimates if e is not None)
+    return max(1, math.ceil(total * RESOLVE_FACTOR / budget))
+
+
+def _check_unique(ids: IdBuckets, source: Source, column: str) -> None:
+    repeat = ids.first_repeat()
+    if repeat is None:
+        return
+    earlier, later = repeat
+    name, row = source.place(later)
+    earlier_name, earlier_row = source.place(earlier)
+    where = f"row {earlier_row}" if earlier_name == name else f"row {earlier_row} of {earlier_name}"
+    value = source.value_at(column, later) if column == "id" else None
+    error = InvalidInputError(
+        f"{source.what}: column {column!r} row {row} repeats the {column} of {where}",
+        kind=ErrorKind.DUPLICATE_ID,
+        field=column,
+        row=row,
+        record_id=value if isinstance(value, str) else None,
+    )
+    raise in_file(name, error)
+
+
+def resolve_dataset(
+    records: object,
+    contexts: object,
+    output: str | os.PathLike[str],
+    *,
+    tombstones: object | None = None,
+    include_excluded: bool = False,
+    with_values: bool = False,
+    memory_limit: int | str = "2GB",
+    parts: int | None = None,
+    overwrite: bool = False,
+    spill_directory: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> DatasetSummary:
+    """``resolve_batch`` from files to files, in bounded memory (``docs/spec.md`` §4.3).
+
+    ``records``, ``contexts`` and ``tombstones`` are each a Parquet file, a
+    directory of Parquet files, or anything ``resolve_batch`` takes (an Arrow
+    table or stream, a polars ``LazyFrame``, a DuckDB result), read batch by
+    batch, never whole. The result, with ``resolve_batch``'s columns and the
+    same options, is written to the Parquet dataset ``output`` (a directory
+    of ``part-NNNNN.parquet`` files). Each context has exactly the rows
+    ``resolve_batch`` gives it, in the same order; contexts may come in
+    another order. ``output`` appears only when the job succeeds, all at
+    once; an existing one is an error unless ``overwrite``.
+
+    Memory stays within ``memory_limit`` (bytes, or a size such as
+    ``"4GB"``): the job splits the store into parts of whole owners that
+    resolve alone (``parts`` forces their number), spilling them to
+    ``spill_directory`` (default: the system's temporary directory) as lz4
+    Arrow IPC holding only the columns resolution reads (``value`` only with
+    ``with_values``). The spill is removed whatever happens, Ctrl-C
+    included. Every rule of the batch form holds for the whole input: a
+    record id repeated in another file is an error.
+
+    ``progress(stage, done, total)`` is called as rows are read (stages
+    ``contexts``, ``records``, ``tombstones``) and parts resolved (``parts``).
+
+    Raises:
+        InvalidInputError: bad input; ``file`` and ``row`` say where (the row
+            within that file), the message too.
+        MemoryLimitError: one owner's part alone needs more than the limit.
+        BackendUnavailableError: the compiled core is not in use.
+        FileExistsError: ``output`` exists and ``overwrite`` is not set.
+        OSError: from the file system (a full disk), unchanged.
+    """
+    started = time.perf_counter()
+    options = {
+        "include_excluded": check.flag(include_excluded, "include_excluded"),
+        "with_values": check.flag(with_values, "with_values"),
+    }
+    limit = parse_size(memory_limit)
+    budget = limit - BASELINE_BYTES
+    if budget < max(MIN_BUDGET_BYTES, 1):
+        raise MemoryLimitError(
+            f"memory_limit {_shown_bytes(limit)} is below what the job needs to run at all"
+            f" (about {_shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
+        )
+    target = Path(output)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
+    native = _backend.NATIVE
+    if native is None:
+        raise BackendUnavailableError(
+            "resolve_dataset runs on the compiled core, and this process uses the reference"
+            f" backend ({_backend.ENV_VAR}=reference, or the extension is not built)"
+        )
+    record_columns = RECORD_COLUMNS + (("value",) if options["with_values"] else ())
+    record_source = Source(records, "records", record_columns)
+    context_source = Source(contexts, "contexts", CONTEXT_COLUMNS)
+    tombstone_source = (
+        None if tombstones is None else Source(tombstones, "tombstones", TOMBSTONE_COLUMNS)
+    )
+    sources = [s for s in (record_source, context_source, tombstone_source) if s is not None]
+    count = _part_count(sources, budget, parts)
+
+    spill = Path(tempfile.mkdtemp(prefix="memresolve-spill-", dir=spill_directory))
+    partial = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
+    cleanup = ExitStack()
+    try:
+        job = _Job(native, budget, spill, partial, options, progress, cleanup, total_parts=count)
+        split = _PartSet.make(native, count, 0, spill if count > 1 else None, cleanup)
+        context_ids = IdBuckets("contexts", spill)
+        cleanup.callback(context_ids.close)
+        record_ids = IdBuckets("records", spill)
+        cleanup.callback(record_ids.close)
+        n_contexts = job.read(context_source, split, split.contexts, context_ids)
+        n_records = job.read(record_source, split, split.records, record_ids)
+        n_tombstones = 0
+        if tombstone_source is not None:
+            n_tombstones = job.read(tombstone_source, split, split.tombstones, None)
+        split.close()
+        job.note_spill()
+        _check_unique(record_ids, record_source, "id")
+        _check_unique(context_ids, context_source, "context_id")
+        partial.mkdir(mode=0o700)
+        job.resolve_all(split, 0)
+        job.finish()
+        _publish(partial, target, overwrite)
+    finally:
+        cleanup.close()
+        shutil.rmtree(spill, ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)
+    return DatasetSummary(
+        output=str(target),
+        records=n_records,
+        contexts=n_contexts,
+        tombstones=n_tombstones,
+        parts=job.written,
+        rows={name: rows for name, rows in job.rows.items() if rows},
+        seconds=time.perf_counter() - started,
+        peak_spill_bytes=job.peak_spill,
+    )
+
+
+def _empty_table(schema: Any) -> Any:
+    return pyarrow_module().Table.from_batches([], schema=schema)
+
+
+def _directory_bytes(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
+
+
+def _write_parquet(table: Any, path: Path) -> None:
+    pq = __import__("pyarrow.parquet", fromlist=["write_table"])
+    pq.write_table(table, str(path))
+
+
+def _count_decisions(table: Any, rows: dict[str, int]) -> None:
+    np = _numpy()
+    for chunk in table.column("decision").chunks:
+        codes = chunk.indices.to_numpy(zero_copy_only=False)
+        counts = np.bincount(codes, minlength=len(DECISION_NAMES))
+        for name, count in zip(DECISION_NAMES, counts, strict=True):
+            rows[name] += int(count)
+
+
+def _publish(partial: Path, target: Path, overwrite: bool) -> None:
+    """Moves the finished output into place, replacing an old one only when asked."""
+    if target.exists():
+        if not overwrite:
+            raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
+        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
+        target.rename(old)
+        partial.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        partial.rename(target)

@@ -1,0 +1,207 @@
+"""The inputs of the batch job, read batch by batch: Parquet files, directories, Arrow streams.
+
+A ``Source`` yields ``(file, first row within the file, batch)`` with only the
+columns resolution reads, in batches of at most ``BATCH_ROWS`` rows, and never
+holds a whole input. Errors of the Parquet reader (a file that is not Parquet,
+a column whose type differs between files) become ``InvalidInputError``
+naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memresolve._arrow_reader import arrow_source, pyarrow_module
+from memresolve.errors import ErrorKind, InvalidInputError
+
+__all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
+
+#: Rows per batch handed to the router: big enough to amortise a call, small
+#: enough that a batch and its routed copies are a few tens of megabytes.
+BATCH_ROWS = 65_536
+#: The ``file`` of rows that came from an Arrow stream rather than a file.
+STREAM = "<stream>"
+
+
+class Source:
+    """One input of the job (``records``, ``contexts`` or ``tombstones``)."""
+
+    def __init__(self, data: object, what: str, columns: tuple[str, ...]) -> None:
+        pa = pyarrow_module()
+        self.what = what
+        self._files: list[tuple[str, int]] = []  # (file, first row in the whole input)
+        self._dataset: Any = None
+        self._stream: Any = None
+        if isinstance(data, str | os.PathLike):
+            self._dataset = _parquet_dataset(Path(data), what)
+            self.schema = self._dataset.schema
+        else:
+            source = arrow_source(data, what)
+            if isinstance(source, pa.RecordBatch):
+                source = pa.Table.from_batches([source])
+            if not hasattr(source, "__arrow_c_stream__"):
+                raise InvalidInputError(
+                    f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
+                    f" got {type(data).__name__}",
+                    kind=ErrorKind.WRONG_TYPE,
+                    field=what,
+                )
+            try:
+                self._stream = pa.RecordBatchReader.from_stream(source)
+            except Exception as exc:  # whatever the producer raised
+                raise InvalidInputError(
+                    f"{what}: expected an Arrow table or stream, got {type(data).__name__}"
+                    f" ({type(exc).__name__}: {exc})",
+                    kind=ErrorKind.WRONG_TYPE,
+                    field=what,
+                ) from exc
+            self.schema = self._stream.schema
+        self.columns = [name for name in columns if name in self.schema.names]
+
+    @property
+    def is_files(self) -> bool:
+        return self._dataset is not None
+
+    def estimated_bytes(self) -> int | None:
+        """The uncompressed size of the columns read, from Parquet metadata (None: a stream)."""
+        if self._dataset is None:
+            return None
+        total = 0
+        for fragment in self._dataset.get_fragments():
+            metadata = fragment.metadata
+            names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+            wanted = [i for i, name in enumerate(names) if name in self.columns]
+            for group in range(metadata.num_row_groups):
+                row_group = metadata.row_group(group)
+                total += sum(row_group.column(i).total_uncompressed_size for i in wanted)
+        return total
+
+    def batches(self) -> Iterator[tuple[str, int, Any]]:
+        """``(file, first row of the batch within that file, batch)``, in input order."""
+        if self._dataset is None:
+            yield from self._stream_batches()
+            return
+        pa = pyarrow_module()
+        rows = 0
+        for fragment in self._dataset.get_fragments():
+            name = fragment.path
+            self._files.append((name, rows))
+            offset = 0
+            try:
+                # The dataset's schema for every file: a column whose type
+                # differs in one file is an error here, naming that file.
+                scanner = fragment.to_batches(
+                    schema=self._dataset.schema,
+                    columns=self.columns,
+                    batch_size=BATCH_ROWS,
+                    batch_readahead=2,
+                )
+                for batch in scanner:
+                    if batch.num_rows:
+                        yield name, offset, batch
+                        offset += batch.num_rows
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise InvalidInputError(
+                    f"{name}: {self.what}: the file cannot be read as this input"
+                    f" ({type(exc).__name__}: {exc})",
+                    kind=ErrorKind.MALFORMED,
+                    field=self.what,
+                    file=name,
+                ) from exc
+            rows += offset
+
+    def _stream_batches(self) -> Iterator[tuple[str, int, Any]]:
+        self._files.append((STREAM, 0))
+        offset = 0
+        while True:
+            try:
+                batch = self._stream.read_next_batch()
+            except StopIteration:
+                return
+            except Exception as exc:  # whatever the stream raised
+                raise InvalidInputError(
+                    f"{self.what}: the Arrow stream failed: {type(exc).__name__}: {exc}",
+                    kind=ErrorKind.MALFORMED,
+                    field=self.what,
+                ) from exc
+            batch = _plain_strings(batch.select(self.columns))
+            for start in range(0, batch.num_rows, BATCH_ROWS):
+                piece = batch.slice(start, BATCH_ROWS)
+                yield STREAM, offset, piece
+                offset += piece.num_rows
+
+    def empty(self) -> Any:
+        """A batch with no rows and the columns read (to check a table that has none)."""
+        pa = pyarrow_module()
+        schema = pa.schema([self.schema.field(name) for name in self.columns])
+        return pa.RecordBatch.from_pylist([], schema=schema)
+
+    def place(self, row: int) -> tuple[str, int]:
+        """The file, and the row within it, of the whole input's ``row``."""
+        name, first = self._files[0]
+        for candidate, start in self._files:
+            if start > row:
+                break
+            name, first = candidate, start
+        return name, row - first
+
+    def value_at(self, column: str, row: int) -> object:
+        """The value of ``column`` at the whole input's ``row`` (files only; else None)."""
+        if self._dataset is None:
+            return None
+        name, within = self.place(row)
+        pq = _parquet()
+        table = pq.read_table(name, columns=[column])
+        return table.column(column)[within].as_py()
+
+
+def _plain_strings(batch: Any) -> Any:
+    """``batch`` with view strings (Polars' ``string_view``) cast to plain ones.
+
+    pyarrow has no ``take`` kernel for view types, and routing takes rows.
+    """
+    pa = pyarrow_module()
+    views = [i for i, field in enumerate(batch.schema) if pa.types.is_string_view(field.type)]
+    if not views:
+        return batch
+    columns = list(batch.columns)
+    for i in views:
+        columns[i] = columns[i].cast(pa.large_string())
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def _parquet_dataset(path: Path, what: str) -> Any:
+    ds = __import__("pyarrow.dataset", fromlist=["dataset"])
+    pa = pyarrow_module()
+    if not path.exists():
+        raise FileNotFoundError(f"{what}: no such file or directory: {path}")
+    try:
+        return ds.dataset(str(path), format="parquet")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise InvalidInputError(
+            f"{path}: {what}: not a Parquet file or directory of them ({exc})",
+            kind=ErrorKind.MALFORMED,
+            field=what,
+            file=str(path),
+        ) from exc
+
+
+def _parquet() -> Any:
+    return __import__("pyarrow.parquet", fromlist=["read_table"])
+
+
+def in_file(name: str, error: InvalidInputError) -> InvalidInputError:
+    """``error``, about a row of the file ``name``, saying so."""
+    if name == STREAM:
+        return error
+    return InvalidInputError(
+        f"{name}: {error}",
+        kind=error.kind,
+        record_id=error.record_id,
+        field=error.field,
+        row=error.row,
+        file=name,
+    )

@@ -1,0 +1,182 @@
+"""Where the batch job keeps what does not fit in memory: parts, and id hashes.
+
+``Parts`` holds the rows routed to each part of one input table (records,
+contexts or tombstones): in memory when the job has one part, else in one
+Arrow IPC stream per part (lz4), in a private temporary directory.
+``IdBuckets`` holds the 128-bit hash and row of every id, bucketed by hash,
+so that ids can be checked unique across the whole input with one bucket in
+memory at a time. Both only ever hold the columns resolution reads.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memresolve._arrow_reader import pyarrow_module
+
+__all__ = ["IdBuckets", "Parts"]
+
+#: One id: its hash (two halves) and its row in the input.
+_ID_DTYPE = [("high", "<u8"), ("low", "<u8"), ("row", "<u8")]
+
+
+def _numpy() -> Any:
+    import numpy  # noqa: PLC0415 - the batch job's optional dependency
+
+    return numpy
+
+
+class Parts:
+    """The rows of one input table, part by part."""
+
+    def __init__(self, name: str, parts: int, directory: Path | None, split: int = 0) -> None:
+        # Named by input, split depth and a token: parts split again live
+        # beside the ones they came from.
+        self.name = f"{name}-{split}-{uuid.uuid4().hex[:8]}"
+        self.parts = parts
+        self.directory = directory
+        self.rows = [0] * parts
+        self.bytes = [0] * parts
+        self._schema: Any = None
+        self._writers: dict[int, Any] = {}
+        self._sinks: dict[int, Any] = {}
+        self._memory: dict[int, list[Any]] = {}
+
+    def _path(self, part: int) -> Path:
+        assert self.directory is not None
+        return self.directory / f"{self.name}-{part:05d}.arrows"
+
+    def add(self, part: int, batch: Any) -> None:
+        """Appends ``batch`` (rows of this table) to ``part``."""
+        pa = pyarrow_module()
+        if self._schema is None:
+            self._schema = batch.schema
+        elif batch.schema != self._schema:
+            batch = pa.RecordBatch.from_arrays(
+                [
+                    column.cast(field.type)
+                    for column, field in zip(batch.columns, self._schema, strict=True)
+                ],
+                schema=self._schema,
+            )
+        self.rows[part] += batch.num_rows
+        self.bytes[part] += batch.nbytes
+        if self.directory is None:
+            self._memory.setdefault(part, []).append(batch)
+            return
+        writer = self._writers.get(part)
+        if writer is None:
+            sink = pa.OSFile(str(self._path(part)), "wb")
+            options = pa.ipc.IpcWriteOptions(compression="lz4")
+            writer = pa.ipc.new_stream(sink, self._schema, options=options)
+            self._writers[part], self._sinks[part] = writer, sink
+        writer.write_batch(batch)
+
+    def close(self) -> None:
+        """Finishes every spill file (call once all rows are added)."""
+        for writer in self._writers.values():
+            writer.close()
+        for sink in self._sinks.values():
+            sink.close()
+        self._writers.clear()
+        self._sinks.clear()
+
+    def spilled_bytes(self) -> int:
+        """The size of the spill files on disk."""
+        return sum(path.stat().st_size for path in self._paths())
+
+    def _paths(self) -> Iterator[Path]:
+        if self.directory is not None:
+            for part in range(self.parts):
+                if self.rows[part]:
+                    yield self._path(part)
+
+    def table(self, part: int, schema: Any = None) -> Any:
+        """The rows of ``part`` as one table (``schema``, or this table's, when it has none)."""
+        pa = pyarrow_module()
+        schema = self._schema if self._schema is not None else schema
+        if not self.rows[part]:
+            return None if schema is None else schema.empty_table()
+        if self.directory is None:
+            return pa.Table.from_batches(self._memory[part], schema=self._schema)
+        with pa.memory_map(str(self._path(part))) as source:
+            return pa.ipc.open_stream(source).read_all()
+
+    def batches(self, part: int) -> Iterator[Any]:
+        """The rows of ``part``, batch by batch, as they were added."""
+        pa = pyarrow_module()
+        if not self.rows[part]:
+            return
+        if self.directory is None:
+            yield from self._memory[part]
+            return
+        with pa.memory_map(str(self._path(part))) as source:
+            yield from pa.ipc.open_stream(source)
+
+    def remove(self, part: int) -> None:
+        """Frees ``part`` once it is resolved."""
+        self._memory.pop(part, None)
+        if self.directory is not None and self.rows[part]:
+            self._path(part).unlink(missing_ok=True)
+
+
+class IdBuckets:
+    """The hash and row of every id of one input table, bucketed by hash."""
+
+    def __init__(self, name: str, directory: Path, buckets: int = 64) -> None:
+        self.name = name
+        self.directory = directory
+        self.buckets = buckets
+        self.count = 0
+        self._files = [
+            (directory / f"{name}-ids-{bucket:03d}.bin").open("wb") for bucket in range(buckets)
+        ]
+
+    def add(self, hashes: bytes, first_row: int) -> None:
+        """Appends the ids of rows ``first_row..`` (``hashes``: two ``u64`` per row)."""
+        np = _numpy()
+        halves = np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 2)
+        entries = np.empty(len(halves), dtype=_ID_DTYPE)
+        entries["high"], entries["low"] = halves[:, 0], halves[:, 1]
+        entries["row"] = np.arange(first_row, first_row + len(halves), dtype=np.uint64)
+        bucket_of = (entries["high"] % np.uint64(self.buckets)).astype(np.int64)
+        for bucket in np.unique(bucket_of):
+            self._files[int(bucket)].write(entries[bucket_of == bucket].tobytes())
+        self.count += len(halves)
+
+    def close(self) -> None:
+        """Finishes the bucket files (again: no harm)."""
+        for file in self._files:
+            file.close()
+
+    def first_repeat(self) -> tuple[int, int] | None:
+        """``(earlier, later)`` rows of the repeated id with the smallest later row, or None."""
+        np = _numpy()
+        self.close()
+        best: tuple[int, int] | None = None
+        for bucket in range(self.buckets):
+            path = self.directory / f"{self.name}-ids-{bucket:03d}.bin"
+            entries = np.fromfile(path, dtype=_ID_DTYPE)
+            os.unlink(path)
+            if len(entries) < 2:
+                continue
+            entries.sort(order=["high", "low", "row"])
+            same = (entries["high"][1:] == entries["high"][:-1]) & (
+                entries["low"][1:] == entries["low"][:-1]
+            )
+            if not same.any():
+                continue
+            # A run of equal hashes starts where the previous entry differs; the
+            # run's second row (rows ascend within it) repeats its first.
+            starts = np.concatenate(([True], ~same))[:-1]
+            repeats = np.flatnonzero(starts & same)
+            laters = entries["row"][repeats + 1]
+            first = int(np.argmin(laters))
+            earlier, later = int(entries["row"][repeats[first]]), int(laters[first])
+            if best is None or later < best[1]:
+                best = (earlier, later)
+        return best

@@ -1,0 +1,46 @@
+//! Checking a batch of records without building a store: the streamed batch
+//! job checks every batch of its input as it routes it to a part, so that a
+//! rule holds for the whole input, not only for the rows some part keeps.
+//! The rules and their order are [`super::read_records`]'s, unique ids
+//! aside (the job checks those across all batches, by [`id_hashes`]).
+
+use super::scopes::{id_columns, scopes};
+use super::{Checked, Table};
+use crate::model::{Authority, ScopeKind, Status};
+use crate::partition::id_hash;
+use crate::resolve::ScopeRef;
+
+/// Every rule of a records table but unique ids; each row's scope.
+///
+/// # Errors
+/// The first broken rule, as [`super::read_records`] reports it.
+pub fn check_records<'t>(table: &Table<'t>) -> Checked<Vec<ScopeRef<'t>>> {
+    table.visit_required_text("id", true, |_| {})?;
+    table.visit_required_text("key", true, |_| {})?;
+    let kinds = table.vocabulary::<ScopeKind>("scope_kind")?;
+    let ids = id_columns(table)?;
+    if table.has("status") {
+        table.vocabulary::<Status>("status")?;
+    }
+    table.vocabulary::<Authority>("authority")?;
+    table.required_instants("valid_from")?;
+    table.optional_instants("valid_until")?;
+    table.visit_optional_text("supersedes", true, |_| {})?;
+    if table.has("version") {
+        table.integers("version")?;
+    }
+    table.optional_instants("observed_at")?;
+    table.check_confidences("confidence")?;
+    scopes(table, &kinds, &ids)
+}
+
+/// The 128-bit hash of every row's text in a required string column
+/// already checked (`id`, `context_id`), in row order.
+///
+/// # Errors
+/// The column's rules, should it not have been checked.
+pub fn id_hashes(table: &Table<'_>, column: &str) -> Checked<Vec<(u64, u64)>> {
+    let mut hashes = Vec::with_capacity(table.rows());
+    table.visit_required_text(column, false, |id| hashes.push(id_hash(id)))?;
+    Ok(hashes)
+}

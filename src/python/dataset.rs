@@ -1,0 +1,189 @@
+//! `Router`: the native half of the streamed batch job (`memresolve._dataset`).
+//! Each batch of the input is checked by every rule of the batch form (rows
+//! numbered in the whole input) and routed to the parts of its owners
+//! (`crate::partition`); the Python half writes each part's rows to its
+//! spill files, then resolves part by part with `resolve_batch`.
+
+use std::sync::{Mutex, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::batch::{import, Imported};
+use crate::arrow_input::{check_records, id_hashes, read_contexts, read_tombstones, Table};
+use crate::error::{Broken, Error};
+use crate::partition::{ConversationParts, Partitioner};
+use crate::resolve::ScopeRef;
+
+/// Rows grouped by part: the row numbers, part after part, and where each
+/// part's rows end (one entry per part).
+struct Routed {
+    rows: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+impl Routed {
+    /// Groups `(part, row)` pairs by part, rows ascending within a part.
+    fn group(parts: u32, mut pairs: Vec<(u32, u32)>) -> Result<Self, Broken> {
+        pairs.sort_unstable();
+        let mut ends = vec![0_u32; parts as usize];
+        for &(part, _) in &pairs {
+            *ends
+                .get_mut(part as usize)
+                .ok_or(Broken("a row was routed past the last part"))? += 1;
+        }
+        let mut total = 0_u32;
+        for end in &mut ends {
+            total += *end;
+            *end = total;
+        }
+        Ok(Self {
+            rows: pairs.into_iter().map(|(_, row)| row).collect(),
+            ends,
+        })
+    }
+}
+
+fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    PyBytes::new(py, &bytes)
+}
+
+fn hash_bytes<'py>(py: Python<'py>, hashes: &[(u64, u64)]) -> Bound<'py, PyBytes> {
+    let bytes: Vec<u8> = hashes
+        .iter()
+        .flat_map(|(high, low)| high.to_ne_bytes().into_iter().chain(low.to_ne_bytes()))
+        .collect();
+    PyBytes::new(py, &bytes)
+}
+
+fn row_number(row: usize) -> Result<u32, Broken> {
+    u32::try_from(row).map_err(|_| Broken("a batch has more than 2^32 rows"))
+}
+
+/// Routes the input of a batch job to parts, checking it on the way.
+#[pyclass(frozen, module = "memresolve._native")]
+pub(crate) struct Router {
+    conversations: Mutex<ConversationParts>,
+    parts: u32,
+}
+
+impl Router {
+    fn conversations(&self) -> std::sync::MutexGuard<'_, ConversationParts> {
+        self.conversations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+type Bytes<'py> = Bound<'py, PyBytes>;
+
+#[pymethods]
+impl Router {
+    #[new]
+    fn new(parts: u32, seed: u64) -> Self {
+        let partitioner = Partitioner::new(parts, seed);
+        Self {
+            conversations: Mutex::new(ConversationParts::new(partitioner)),
+            parts: partitioner.parts(),
+        }
+    }
+
+    /// The number of parts.
+    #[getter]
+    fn parts(&self) -> u32 {
+        self.parts
+    }
+
+    /// Checks a batch of contexts, rows `row_offset..` of the input, and
+    /// notes which parts name which conversations (route contexts before
+    /// records). Returns the rows by part, where each part ends, and the
+    /// `context_id` hashes in row order.
+    fn contexts<'py>(
+        &self,
+        py: Python<'py>,
+        batch: &Bound<'py, PyAny>,
+        row_offset: usize,
+    ) -> PyResult<(Bytes<'py>, Bytes<'py>, Bytes<'py>)> {
+        let imported = import(batch, "contexts")?;
+        let (routed, hashes) = py.detach(|| -> Result<_, Error> {
+            let table = table("contexts", &imported).starting_at(row_offset);
+            let (_, contexts) = read_contexts(&table)?;
+            let mut conversations = self.conversations();
+            let mut pairs = Vec::with_capacity(contexts.len());
+            for (row, context) in contexts.iter().enumerate() {
+                let part = conversations.add_context(context.user_id, context.conversation_id);
+                pairs.push((part, row_number(row)?));
+            }
+            Ok((
+                Routed::group(self.parts, pairs)?,
+                id_hashes(&table, "context_id")?,
+            ))
+        })?;
+        Ok((
+            u32_bytes(py, &routed.rows),
+            u32_bytes(py, &routed.ends),
+            hash_bytes(py, &hashes),
+        ))
+    }
+
+    /// Checks a batch of records, rows `row_offset..` of the input, by every
+    /// rule but unique ids, and routes each row to the parts of its owners
+    /// (none for an unowned conversation no context names). Returns the
+    /// rows by part, where each part ends, and the `id` hashes in row order.
+    fn records<'py>(
+        &self,
+        py: Python<'py>,
+        batch: &Bound<'py, PyAny>,
+        row_offset: usize,
+    ) -> PyResult<(Bytes<'py>, Bytes<'py>, Bytes<'py>)> {
+        let imported = import(batch, "records")?;
+        let (routed, hashes) = py.detach(|| -> Result<_, Error> {
+            let table = table("records", &imported).starting_at(row_offset);
+            let scopes = check_records(&table)?;
+            let routed = self.route(&scopes)?;
+            Ok((routed, id_hashes(&table, "id")?))
+        })?;
+        Ok((
+            u32_bytes(py, &routed.rows),
+            u32_bytes(py, &routed.ends),
+            hash_bytes(py, &hashes),
+        ))
+    }
+
+    /// Checks a batch of tombstones, rows `row_offset..`, and routes each row
+    /// as records are routed. Returns the rows by part and where each part ends.
+    fn tombstones<'py>(
+        &self,
+        py: Python<'py>,
+        batch: &Bound<'py, PyAny>,
+        row_offset: usize,
+    ) -> PyResult<(Bytes<'py>, Bytes<'py>)> {
+        let imported = import(batch, "tombstones")?;
+        let routed = py.detach(|| -> Result<_, Error> {
+            let table = table("tombstones", &imported).starting_at(row_offset);
+            let scopes: Vec<ScopeRef<'_>> = read_tombstones(&table)?
+                .iter()
+                .map(|tombstone| tombstone.scope)
+                .collect();
+            Ok(self.route(&scopes)?)
+        })?;
+        Ok((u32_bytes(py, &routed.rows), u32_bytes(py, &routed.ends)))
+    }
+}
+
+impl Router {
+    fn route(&self, scopes: &[ScopeRef<'_>]) -> Result<Routed, Broken> {
+        let conversations = self.conversations();
+        let mut pairs = Vec::with_capacity(scopes.len());
+        for (row, scope) in scopes.iter().enumerate() {
+            let row = row_number(row)?;
+            conversations.route(scope, |part| pairs.push((part, row)));
+        }
+        Routed::group(self.parts, pairs)
+    }
+}
+
+fn table<'t>(what: &'static str, imported: &'t Imported) -> Table<'t> {
+    Table::new(what, imported.0.clone(), &imported.1)
+}

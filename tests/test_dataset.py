@@ -1,0 +1,373 @@
+"""The file-to-file batch job (docs/spec.md §4.3): ``resolve_dataset`` equals ``resolve_batch``.
+
+Partitioned by owner, spilled, split again when a part is too big: whatever
+the number of parts, every context gets exactly the rows ``resolve_batch``
+gives it. Bad input anywhere names its file, column and row, and leaves no
+output and no spill behind.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memresolve as mr
+from conftest import PARITY_EXAMPLES
+from memresolve import _dataset
+from memresolve._kernels import get_batch_resolver
+from memresolve.testing import Store, stores
+from memresolve.testing.batch_store import generate, write_parquet
+
+pytestmark = pytest.mark.skipif(
+    mr.backend_name() != "native", reason="the dataset job runs on the compiled core"
+)
+
+Rows = dict[str, list[tuple[str, str]]]
+
+
+def _by_context(table: pa.Table) -> Rows:
+    rows: Rows = {}
+    for row in table.select(["context_id", "record_id", "decision"]).to_pylist():
+        rows.setdefault(row["context_id"], []).append((row["record_id"], row["decision"]))
+    return rows
+
+
+def _tables(store: Store) -> tuple[pa.Table, pa.Table, pa.Table]:
+    return (
+        mr.records_to_arrow(store.records),
+        mr.contexts_to_arrow(store.contexts),
+        mr.tombstones_to_arrow(store.tombstones),
+    )
+
+
+def _write_files(directory: Path, table: pa.Table, files: int) -> Path:
+    """``table`` as ``files`` Parquet files of a directory (some may be empty)."""
+    directory.mkdir()
+    step = max(1, -(-table.num_rows // files))
+    for n in range(files):
+        pq.write_table(table.slice(n * step, step), directory / f"{n:03d}.parquet")
+    return directory
+
+
+@settings(max_examples=max(40, PARITY_EXAMPLES // 20), deadline=None)
+@given(
+    stores(max_records=40, max_contexts=8, max_users=5),
+    st.integers(1, 9),
+    st.booleans(),
+    st.booleans(),
+)
+def test_any_number_of_parts_gives_the_rows_of_resolve_batch(
+    store: Store, parts: int, include_excluded: bool, from_files: bool
+) -> None:
+    records, contexts, tombstones = _tables(store)
+    expected = {
+        backend: _by_context(
+            get_batch_resolver(backend)(
+                records, contexts, tombstones=tombstones, include_excluded=include_excluded
+            )
+        )
+        for backend in ("reference", "native")
+    }
+    assert expected["native"] == expected["reference"]
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        inputs: tuple[Any, Any, Any] = (records, contexts, tombstones)
+        if from_files:
+            inputs = (
+                _write_files(root / "records", records, 3),
+                _write_files(root / "contexts", contexts, 2),
+                _write_files(root / "tombstones", tombstones, 2),
+            )
+        summary = mr.resolve_dataset(
+            *inputs[:2],
+            root / "out",
+            tombstones=inputs[2],
+            include_excluded=include_excluded,
+            parts=parts,
+        )
+        written = pq.read_table(root / "out") if summary.parts else None
+        got = {} if written is None else _by_context(written)
+    assert got == expected["native"]
+    assert summary.records == len(store.records)
+    assert summary.contexts == len(store.contexts)
+    assert sum(summary.rows.values()) == sum(len(rows) for rows in got.values())
+
+
+@pytest.fixture(scope="module")
+def store_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A 120k-record UUID store in three files per input."""
+    return write_parquet(tmp_path_factory.mktemp("store"), 120_000, seed=7, chunk_records=40_000)
+
+
+def _read(directory: str | Path) -> pa.Table:
+    return pq.read_table(directory)
+
+
+@pytest.fixture(scope="module")
+def expected(store_files: Any) -> Rows:
+    result = mr.resolve_batch(
+        _read(store_files.records),
+        _read(store_files.contexts),
+        tombstones=_read(store_files.tombstones),
+        include_excluded=True,
+        with_values=True,
+    )
+    return _by_context(result)
+
+
+def _spill_is_empty(spill: Path) -> bool:
+    return not any(spill.iterdir())
+
+
+@pytest.mark.parametrize("parts", [None, 1, 13])
+def test_a_generated_store_file_to_file(
+    store_files: Any, expected: Rows, tmp_path: Path, parts: int | None
+) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    seen: list[tuple[str, int, int | None]] = []
+    summary = mr.resolve_dataset(
+        store_files.records,
+        store_files.contexts,
+        tmp_path / "out",
+        tombstones=store_files.tombstones,
+        include_excluded=True,
+        with_values=True,
+        parts=parts,
+        spill_directory=spill,
+        progress=lambda stage, done, total: seen.append((stage, done, total)),
+    )
+    written = _read(tmp_path / "out")
+    assert _by_context(written) == expected
+    assert written.schema.names == [
+        "context_id",
+        "record_id",
+        "decision",
+        "key",
+        "value",
+        "certainty",
+    ]
+    assert summary.records == 120_000
+    assert summary.tombstones == store_files.tombstone_count
+    assert sum(summary.rows.values()) == written.num_rows
+    assert _spill_is_empty(spill)
+    assert {stage for stage, _, _ in seen} == {"contexts", "records", "tombstones", "parts"}
+    assert seen[-1][0] == "parts"
+    assert seen[-1][1] == seen[-1][2]
+    if parts == 13:
+        assert summary.peak_spill_bytes > 0
+
+
+def test_a_part_too_big_for_the_limit_is_split_by_owner(
+    store_files: Any, expected: Rows, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No baseline: the whole limit is for parts, and 24 MB holds a part of a few owners.
+    monkeypatch.setattr(_dataset, "BASELINE_BYTES", 0)
+    monkeypatch.setattr(_dataset, "MIN_BUDGET_BYTES", 0)
+    summary = mr.resolve_dataset(
+        store_files.records,
+        store_files.contexts,
+        tmp_path / "out",
+        tombstones=store_files.tombstones,
+        include_excluded=True,
+        with_values=True,
+        parts=2,  # far too few: each part must be split again
+        memory_limit="24MB",
+    )
+    assert summary.parts > 2
+    assert _by_context(_read(tmp_path / "out")) == expected
+
+
+def test_one_owner_bigger_than_the_limit_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_dataset, "BASELINE_BYTES", 0)
+    monkeypatch.setattr(_dataset, "MIN_BUDGET_BYTES", 0)
+    store = generate(30_000, seed=3)
+    # Every record and context belongs to one user.
+    owner = store.contexts.column("user_id")[0].as_py()
+    records = store.records.set_column(
+        store.records.schema.get_field_index("user_id"),
+        "user_id",
+        pa.array([owner] * store.records.num_rows),
+    ).set_column(
+        store.records.schema.get_field_index("scope_kind"),
+        "scope_kind",
+        pa.array(["user"] * store.records.num_rows),
+    )
+    records = records.drop_columns(["character_id", "conversation_id", "scene_id"])
+    contexts = store.contexts.set_column(
+        store.contexts.schema.get_field_index("user_id"),
+        "user_id",
+        pa.array([owner] * store.contexts.num_rows),
+    )
+    for column in ("character_id", "conversation_id", "scene_id"):
+        records = records.append_column(column, pa.nulls(records.num_rows, pa.string()))
+    with pytest.raises(mr.MemoryLimitError, match=owner):
+        mr.resolve_dataset(records, contexts, tmp_path / "out", memory_limit="1MB", parts=4)
+    assert not (tmp_path / "out").exists()
+
+
+def _with_value(table: pa.Table, column: str, row: int, value: object) -> pa.Table:
+    values = table.column(column).to_pylist()
+    values[row] = value
+    index = table.schema.get_field_index(column)
+    return table.set_column(index, column, pa.array(values, table.schema.field(column).type))
+
+
+def _corrupt_copy(
+    store_files: Any, tmp_path: Path, file: int, *, column: str, row: int, value: object
+) -> tuple[Path, Path]:
+    """The records directory copied, with one value changed in its ``file``-th file."""
+    source = Path(store_files.records)
+    target = tmp_path / "records"
+    target.mkdir()
+    for n, path in enumerate(sorted(source.iterdir())):
+        table = pq.read_table(path)
+        if n == file:
+            table = _with_value(table, column, row, value)
+        pq.write_table(table, target / path.name, row_group_size=10_000)
+    return target, target / sorted(p.name for p in source.iterdir())[file]
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "kind"),
+    [
+        ("status", "bogus", mr.ErrorKind.UNKNOWN_VALUE),
+        ("confidence", 1.5, mr.ErrorKind.OUT_OF_RANGE),
+        ("key", None, mr.ErrorKind.MISSING),
+    ],
+)
+def test_bad_input_in_the_middle_names_file_column_and_row(
+    store_files: Any, tmp_path: Path, column: str, value: object, kind: mr.ErrorKind
+) -> None:
+    records, bad_file = _corrupt_copy(
+        store_files, tmp_path, 1, column=column, row=23_456, value=value
+    )
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(
+            records,
+            store_files.contexts,
+            tmp_path / "out",
+            parts=5,
+            spill_directory=spill,
+        )
+    error = caught.value
+    assert (error.kind, error.field, error.row, error.file) == (kind, column, 23_456, str(bad_file))
+    assert str(bad_file) in str(error)
+    assert "row 23456" in str(error)
+    assert not (tmp_path / "out").exists()
+    assert _spill_is_empty(spill)
+    assert [p.name for p in tmp_path.iterdir()] == sorted(["records", "spill"]) or set(
+        p.name for p in tmp_path.iterdir()
+    ) == {"records", "spill"}
+
+
+def test_an_id_repeated_in_another_file_is_named(store_files: Any, tmp_path: Path) -> None:
+    first = pq.read_table(sorted(Path(store_files.records).iterdir())[0])
+    repeated = first.column("id")[17].as_py()
+    records, bad_file = _corrupt_copy(
+        store_files, tmp_path, 2, column="id", row=31_000, value=repeated
+    )
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(records, store_files.contexts, tmp_path / "out")
+    error = caught.value
+    assert (error.kind, error.field, error.row, error.record_id, error.file) == (
+        mr.ErrorKind.DUPLICATE_ID,
+        "id",
+        31_000,
+        repeated,
+        str(bad_file),
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_existing_output_is_kept_unless_overwritten(store_files: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    with pytest.raises(FileExistsError):
+        mr.resolve_dataset(store_files.records, store_files.contexts, out)
+    assert (out / "mine.txt").read_text() == "keep me"
+    mr.resolve_dataset(store_files.records, store_files.contexts, out, overwrite=True)
+    assert not (out / "mine.txt").exists()
+    assert _read(out).num_rows > 0
+
+
+def test_streams_tables_and_lazy_frames_are_inputs(tmp_path: Path) -> None:
+    store = generate(5_000, seed=11)
+    expected = _by_context(
+        mr.resolve_batch(store.records, store.contexts, tombstones=store.tombstones)
+    )
+    inputs: list[tuple[Any, Any]] = [
+        (store.records, store.contexts),
+        (
+            pa.RecordBatchReader.from_batches(
+                store.records.schema, store.records.to_batches(max_chunksize=999)
+            ),
+            store.contexts.to_batches()[0],
+        ),
+        (pl.from_arrow(store.records).lazy(), pl.from_arrow(store.contexts)),  # type: ignore[union-attr]
+    ]
+    for n, (records, contexts) in enumerate(inputs):
+        mr.resolve_dataset(records, contexts, tmp_path / f"out{n}", tombstones=store.tombstones)
+        assert _by_context(_read(tmp_path / f"out{n}")) == expected, n
+
+
+def test_empty_inputs_are_checked_and_give_no_rows(tmp_path: Path) -> None:
+    store = generate(1_000, seed=2)
+    summary = mr.resolve_dataset(
+        store.records.slice(0, 0), store.contexts, tmp_path / "out", parts=3
+    )
+    assert (summary.records, summary.parts, summary.rows) == (0, 1, {})
+    written = _read(tmp_path / "out")
+    assert written.num_rows == 0
+    assert written.schema == mr.resolve_batch(store.records, store.contexts).schema
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(
+            store.records.slice(0, 0).drop_columns(["authority"]), store.contexts, tmp_path / "x"
+        )
+    assert caught.value.where()[:2] == (mr.ErrorKind.MISSING_COLUMN, "authority")
+
+
+@pytest.mark.parametrize("limit", ["0B", "-1GB", "lots", 0, 1.5, True])
+def test_a_bad_memory_limit_is_refused(limit: object, tmp_path: Path) -> None:
+    store = generate(100, seed=1)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(store.records, store.contexts, tmp_path / "out", memory_limit=limit)  # type: ignore[arg-type]
+    assert caught.value.field == "memory_limit"
+
+
+def test_a_limit_below_what_the_job_needs_is_refused(tmp_path: Path) -> None:
+    store = generate(100, seed=1)
+    with pytest.raises(mr.MemoryLimitError, match="memory_limit"):
+        mr.resolve_dataset(store.records, store.contexts, tmp_path / "out", memory_limit="100MB")
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        ("2GB", 2 * 10**9),
+        ("512MiB", 512 * 2**20),
+        ("4g", 4 * 10**9),
+        (1234, 1234),
+        ("1.5 GiB", 3 * 2**29),
+    ],
+)
+def test_sizes_are_read_as_people_write_them(size: int | str, expected: int) -> None:
+    assert _dataset.parse_size(size) == expected
+
+
+def _files(directory: Path) -> Iterator[Path]:
+    return (path for path in directory.rglob("*") if path.is_file())
