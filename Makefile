@@ -1,20 +1,30 @@
 # The two commands of the README. Each does its own set-up, so both work on a
 # fresh machine with only the Rust toolchain and Python 3.11 installed.
-#   make demo   build, then resolve the bundled example story
+#   make demo   build, then resolve the bundled example story (per turn, then as a batch job)
 #   make test   build, then every check CI runs (.ci/run calls exactly this)
 
 VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
+# The Spark tests' executors: memresolve from its abi3 wheel, as users ship it to a cluster.
+SPARK_VENV ?= .venv-spark
+SPARK_WHEELS := target/wheels-abi3
 
-.PHONY: demo test setup format lint lint-python lint-rust test-rust test-python bench bench-batch
+
+.PHONY: demo test setup spark-executors format lint lint-python lint-rust test-rust test-python bench bench-batch
 
 setup:
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test,lint]"
 
+STORY := python/memresolve/_data/story
+
+# The story turn by turn, then the batch job on the same story as Parquet files.
 demo: setup
 	$(BIN)/memresolve demo
+	$(BIN)/memresolve batch $(STORY)/records.parquet $(STORY)/contexts.parquet \
+		--tombstones $(STORY)/tombstones.parquet --include-excluded --with-values \
+		--out target/story-decisions --overwrite
 
 # Rewrites the sources in the style the linters check (make test checks, never rewrites).
 format:
@@ -39,8 +49,20 @@ test-rust:
 	# --all-targets also runs each criterion bench once, untimed, so they cannot rot.
 	cargo test --all-targets
 
-test-python:
-	MEMRESOLVE_HYPOTHESIS_PROFILE=ci $(PY) -m pytest
+# Builds the abi3 wheel (README, "Running on Spark") and installs it, with the spark extra,
+# into the environment the Spark tests start their executors in.
+spark-executors: setup
+	rm -rf $(SPARK_WHEELS)
+	$(BIN)/maturin build --release --features abi3 --out $(SPARK_WHEELS)
+	python3 -m venv $(SPARK_VENV)
+	$(SPARK_VENV)/bin/pip install --quiet --disable-pip-version-check -c constraints.txt \
+		"$$(ls $(SPARK_WHEELS)/memresolve-*.whl)[spark]"
+	$(SPARK_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall \
+		--no-deps $(SPARK_WHEELS)/memresolve-*.whl
+
+test-python: spark-executors
+	MEMRESOLVE_HYPOTHESIS_PROFILE=ci MEMRESOLVE_SPARK_PYTHON=$(abspath $(SPARK_VENV))/bin/python \
+		$(PY) -m pytest
 	# Forced to the reference, as a user without the extension would run (test_backend
 	# also runs the package with the compiled module made unimportable). Records are
 	# then stored in pure Python; test_parity feeds them to the native kernel too.

@@ -231,3 +231,16 @@ def test_a_full_disk_exits_1_and_leaves_nothing(store: Written, tmp_path: Path) 
     assert not out.exists()
     assert list(spill.iterdir()) == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_the_bundled_story_as_parquet_is_the_story() -> None:
+    """The Parquet files ``make demo`` and the README run are the JSON Lines story, converted."""
+    story = Path(mr.__file__).parent / "_data" / "story"
+    records = mr.read_records(story / "records.jsonl")
+    contexts = [
+        (f"context-{n}", c) for n, c in enumerate(mr.read_contexts(story / "contexts.jsonl"), 1)
+    ]
+    tombstones = mr.read_tombstones(story / "tombstones.jsonl")
+    assert pq.read_table(story / "records.parquet").equals(mr.records_to_arrow(records))
+    assert pq.read_table(story / "contexts.parquet").equals(mr.contexts_to_arrow(contexts))
+    assert pq.read_table(story / "tombstones.parquet").equals(mr.tombstones_to_arrow(tombstones))

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memresolve as mr
+from batch_rows import Rows, arrow_tables, by_context
 from conftest import PARITY_EXAMPLES
 from memresolve import _dataset
 from memresolve._kernels import get_batch_resolver
@@ -30,23 +31,6 @@ from memresolve.testing.batch_store import generate, write_parquet
 pytestmark = pytest.mark.skipif(
     mr.backend_name() != "native", reason="the dataset job runs on the compiled core"
 )
-
-Rows = dict[str, list[tuple[str, str]]]
-
-
-def _by_context(table: pa.Table) -> Rows:
-    rows: Rows = {}
-    for row in table.select(["context_id", "record_id", "decision"]).to_pylist():
-        rows.setdefault(row["context_id"], []).append((row["record_id"], row["decision"]))
-    return rows
-
-
-def _tables(store: Store) -> tuple[pa.Table, pa.Table, pa.Table]:
-    return (
-        mr.records_to_arrow(store.records),
-        mr.contexts_to_arrow(store.contexts),
-        mr.tombstones_to_arrow(store.tombstones),
-    )
 
 
 def _write_files(directory: Path, table: pa.Table, files: int) -> Path:
@@ -68,9 +52,9 @@ def _write_files(directory: Path, table: pa.Table, files: int) -> Path:
 def test_any_number_of_parts_gives_the_rows_of_resolve_batch(
     store: Store, parts: int, include_excluded: bool, from_files: bool
 ) -> None:
-    records, contexts, tombstones = _tables(store)
+    records, contexts, tombstones = arrow_tables(store)
     expected = {
-        backend: _by_context(
+        backend: by_context(
             get_batch_resolver(backend)(
                 records, contexts, tombstones=tombstones, include_excluded=include_excluded
             )
@@ -95,7 +79,7 @@ def test_any_number_of_parts_gives_the_rows_of_resolve_batch(
             parts=parts,
         )
         written = pq.read_table(root / "out") if summary.parts else None
-        got = {} if written is None else _by_context(written)
+        got = {} if written is None else by_context(written)
     assert got == expected["native"]
     assert summary.records == len(store.records)
     assert summary.contexts == len(store.contexts)
@@ -121,7 +105,7 @@ def expected(store_files: Any) -> Rows:
         include_excluded=True,
         with_values=True,
     )
-    return _by_context(result)
+    return by_context(result)
 
 
 def _spill_is_empty(spill: Path) -> bool:
@@ -147,7 +131,7 @@ def test_a_generated_store_file_to_file(
         progress=lambda stage, done, total: seen.append((stage, done, total)),
     )
     written = _read(tmp_path / "out")
-    assert _by_context(written) == expected
+    assert by_context(written) == expected
     assert written.schema.names == [
         "context_id",
         "record_id",
@@ -184,7 +168,7 @@ def test_a_part_too_big_for_the_limit_is_split_by_owner(
         memory_limit="24MB",
     )
     assert summary.parts > 2
-    assert _by_context(_read(tmp_path / "out")) == expected
+    assert by_context(_read(tmp_path / "out")) == expected
 
 
 def test_one_owner_bigger_than_the_limit_is_named(
@@ -307,7 +291,7 @@ def test_an_existing_output_is_kept_unless_overwritten(store_files: Any, tmp_pat
 
 def test_streams_tables_and_lazy_frames_are_inputs(tmp_path: Path) -> None:
     store = generate(5_000, seed=11)
-    expected = _by_context(
+    expected = by_context(
         mr.resolve_batch(store.records, store.contexts, tombstones=store.tombstones)
     )
     inputs: list[tuple[Any, Any]] = [
@@ -322,7 +306,7 @@ def test_streams_tables_and_lazy_frames_are_inputs(tmp_path: Path) -> None:
     ]
     for n, (records, contexts) in enumerate(inputs):
         mr.resolve_dataset(records, contexts, tmp_path / f"out{n}", tombstones=store.tombstones)
-        assert _by_context(_read(tmp_path / f"out{n}")) == expected, n
+        assert by_context(_read(tmp_path / f"out{n}")) == expected, n
 
 
 def test_empty_inputs_are_checked_and_give_no_rows(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 
 import memresolve as mr
+from batch_rows import arrow_tables
 from conftest import PARITY_EXAMPLES
 from memresolve import reference
 from memresolve._backend import available_backends
@@ -49,18 +50,10 @@ def _expected_rows(store: Store, *, include_excluded: bool) -> list[tuple[str, s
     return rows
 
 
-def _tables(store: Store) -> tuple[pa.Table, pa.Table, pa.Table]:
-    return (
-        mr.records_to_arrow(store.records),
-        mr.contexts_to_arrow(store.contexts),
-        mr.tombstones_to_arrow(store.tombstones),
-    )
-
-
 @settings(max_examples=max(50, PARITY_EXAMPLES // 4))
 @given(stores())
 def test_every_backend_equals_resolve_per_context(store: Store) -> None:
-    records, contexts, tombstones = _tables(store)
+    records, contexts, tombstones = arrow_tables(store)
     for include_excluded in (False, True):
         expected = _expected_rows(store, include_excluded=include_excluded)
         for backend in BACKENDS:
@@ -73,7 +66,7 @@ def test_every_backend_equals_resolve_per_context(store: Store) -> None:
 @settings(max_examples=max(50, PARITY_EXAMPLES // 4))
 @given(stores())
 def test_native_and_reference_tables_are_identical(store: Store) -> None:
-    records, contexts, tombstones = _tables(store)
+    records, contexts, tombstones = arrow_tables(store)
     for with_values in (False, True):
         tables = [
             get_batch_resolver(backend)(
@@ -111,7 +104,7 @@ def test_native_and_reference_tables_are_identical(store: Store) -> None:
 @settings(max_examples=50)
 @given(stores())
 def test_converters_round_trip(store: Store) -> None:
-    records, contexts, tombstones = _tables(store)
+    records, contexts, tombstones = arrow_tables(store)
     assert tuple(mr.records_from_arrow(records)) == store.records
     assert tuple(mr.contexts_from_arrow(contexts)) == store.contexts
     assert tuple(mr.tombstones_from_arrow(tombstones)) == store.tombstones
@@ -227,7 +220,7 @@ ENCODINGS: dict[str, Callable[[pa.Table], pa.Table]] = {
 @pytest.mark.parametrize("encoding", list(ENCODINGS))
 def test_column_encodings(backend: str, encoding: str) -> None:
     encode = ENCODINGS[encoding]
-    records, contexts, tombstones = (encode(t) for t in _tables(STORY))
+    records, contexts, tombstones = (encode(t) for t in arrow_tables(STORY))
     result = get_batch_resolver(backend)(
         records, contexts, tombstones=tombstones, include_excluded=True
     )
@@ -251,7 +244,7 @@ def _producers() -> dict[str, Callable[[pa.Table], Any]]:
 @pytest.mark.parametrize("producer", list(_producers()))
 def test_producers(backend: str, producer: str) -> None:
     produce = _producers()[producer]
-    records, contexts, tombstones = _tables(STORY)
+    records, contexts, tombstones = arrow_tables(STORY)
     result = get_batch_resolver(backend)(
         produce(records), produce(contexts), tombstones=produce(tombstones), include_excluded=True
     )
@@ -259,7 +252,7 @@ def test_producers(backend: str, producer: str) -> None:
 
 
 def test_extra_columns_are_ignored_and_value_is_not_needed() -> None:
-    records, contexts, tombstones = _tables(STORY)
+    records, contexts, tombstones = arrow_tables(STORY)
     records = records.drop_columns(["value", "source_message_ids", "confidence"]).append_column(
         "embedding", pa.array([[0.1, 0.2]] * records.num_rows)
     )
@@ -271,16 +264,16 @@ def test_extra_columns_are_ignored_and_value_is_not_needed() -> None:
 
 
 def test_facade_and_empty_inputs() -> None:
-    records, contexts, tombstones = _tables(STORY)
+    records, contexts, tombstones = arrow_tables(STORY)
     assert _rows(mr.resolve_batch(records, contexts, tombstones=tombstones)) == [
         row for row in STORY_ROWS if row[2] == "active"
     ]
     empty = Store((), (), ())
     for backend in BACKENDS:
         resolve_batch = get_batch_resolver(backend)
-        assert resolve_batch(*_tables(empty)[:2]).num_rows == 0
-        assert resolve_batch(_tables(empty)[0], contexts).num_rows == 0
-        assert resolve_batch(records, _tables(empty)[1]).num_rows == 0
+        assert resolve_batch(*arrow_tables(empty)[:2]).num_rows == 0
+        assert resolve_batch(arrow_tables(empty)[0], contexts).num_rows == 0
+        assert resolve_batch(records, arrow_tables(empty)[1]).num_rows == 0
 
 
 def test_many_contexts_across_output_chunks_and_codes_to_numpy() -> None:
@@ -295,7 +288,7 @@ def test_many_contexts_across_output_chunks_and_codes_to_numpy() -> None:
     expected = _expected_rows(many, include_excluded=True)
     for backend in BACKENDS:
         result = get_batch_resolver(backend)(
-            *_tables(many)[:2], tombstones=_tables(many)[2], include_excluded=True
+            *arrow_tables(many)[:2], tombstones=arrow_tables(many)[2], include_excluded=True
         )
         assert _rows(result) == expected
         decisions = result.column("decision")
@@ -329,7 +322,7 @@ def _with_row(table: pa.Table, name: str, row: int, value: Any) -> pa.Table:
     return _set(table, name, values)
 
 
-R, C, T = _tables(STORY)
+R, C, T = arrow_tables(STORY)
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 
 K = mr.ErrorKind

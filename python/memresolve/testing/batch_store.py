@@ -306,3 +306,33 @@ def write_parquet(
 def _users_of(store: Store) -> int:
     # Every user has at least two conversations, so the contexts name them all.
     return len(pc.unique(store.contexts.column("user_id")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m memresolve.testing.batch_store DIR --records N``: writes a store to Parquet."""
+    import argparse  # noqa: PLC0415 - only the command needs it
+    import json  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(
+        prog="python -m memresolve.testing.batch_store",
+        description="Write a seeded memory store (records/, contexts/, tombstones/) as Parquet.",
+    )
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--records", type=float, required=True, help="how many, e.g. 1e6")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ids", choices=("uuid", "short"), default="uuid")
+    parser.add_argument("--chunk-records", type=int, default=2_000_000)
+    args = parser.parse_args(argv)
+    written = write_parquet(
+        args.directory,
+        int(args.records),
+        args.seed,
+        chunk_records=args.chunk_records,
+        ids=args.ids,
+    )
+    print(json.dumps(written.__dict__))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
