@@ -11,7 +11,7 @@ SPARK_VENV ?= .venv-spark
 SPARK_WHEELS := target/wheels-abi3
 
 
-.PHONY: demo test setup spark-executors format lint lint-python lint-rust test-rust test-python bench bench-batch
+.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch
 
 setup:
 	python3 -m venv $(VENV)
@@ -81,3 +81,14 @@ bench: setup
 # resolve_batch against Polars and DuckDB (minutes; add ARGS="--sizes 10000000" for 10M).
 bench-batch: setup
 	$(PY) benches/bench_batch.py $(ARGS)
+
+# The batch job file to file against DuckDB and Polars, and on Spark against plain Spark SQL,
+# on a generated store: make bench-dataset STORE=/var/tmp/store-10m (see README, Performance).
+STORE ?= target/bench-store
+bench-dataset: setup
+	test -d $(STORE) || $(PY) -m memresolve.testing.batch_store $(STORE) --records 1e6
+	$(PY) benches/bench_dataset.py $(STORE) --memory-limit 4GB $(ARGS)
+
+bench-spark: setup
+	test -d $(STORE) || $(PY) -m memresolve.testing.batch_store $(STORE) --records 1e6
+	$(PY) benches/bench_spark.py $(STORE) $(ARGS)

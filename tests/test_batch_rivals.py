@@ -7,12 +7,24 @@ the suite, not only a benchmark run.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
 
 import memresolve as mr
+from batch_rows import arrow_tables
 from memresolve import reference
-from memresolve.testing.batch_store import generate
-from memresolve.testing.rivals import duckdb_resolve, polars_resolve, winner_rows
+from memresolve.testing import Store, stores
+from memresolve.testing.batch_store import generate, write_parquet
+from memresolve.testing.rivals import (
+    duckdb_file_to_file,
+    duckdb_resolve,
+    polars_file_to_file,
+    polars_resolve,
+    winner_rows,
+)
 
 
 @pytest.mark.parametrize(("size", "seed"), [(300, 1), (3_000, 2)])
@@ -35,3 +47,27 @@ def test_the_generator_is_seeded_and_exact() -> None:
     assert first.records.num_rows == 2_000
     kinds = set(first.records.column("scope_kind").to_pylist())
     assert kinds == {"user", "character", "conversation", "scene"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(stores(max_records=30, max_contexts=6, max_users=3))
+def test_rivals_agree_on_hypothesis_stores(store: Store) -> None:
+    """Owned and shared conversations, tombstones on every scope kind, edge cases of time."""
+    records, contexts, tombstones = arrow_tables(store)
+    ours = winner_rows(mr.resolve_batch(records, contexts, tombstones=tombstones))
+    assert winner_rows(polars_resolve(records, contexts, tombstones)) == ours
+    assert winner_rows(duckdb_resolve(records, contexts, tombstones)) == ours
+
+
+def test_rivals_file_to_file(tmp_path: Path) -> None:
+    written = write_parquet(tmp_path / "store", 20_000, seed=3, chunk_records=7_000)
+    paths = (Path(written.records), Path(written.contexts), Path(written.tombstones))
+    tables = [pq.read_table(path) for path in paths]
+    ours = winner_rows(mr.resolve_batch(tables[0], tables[1], tombstones=tables[2]))
+    polars_file_to_file(*paths, tmp_path / "polars.parquet")
+    assert winner_rows(pq.read_table(tmp_path / "polars.parquet")) == ours
+    (tmp_path / "spill").mkdir()
+    duckdb_file_to_file(
+        *paths, tmp_path / "duckdb.parquet", threads=2, memory_limit="1GB", spill=tmp_path / "spill"
+    )
+    assert winner_rows(pq.read_table(tmp_path / "duckdb.parquet")) == ours

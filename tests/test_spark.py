@@ -261,3 +261,18 @@ def test_the_readme_example_runs(spark: Any, tmp_path: Path) -> None:
         include_excluded=True,
     )
     assert by_context(pq.read_table(tmp_path / "decisions")) == by_context(expected)
+
+
+def test_the_spark_benchmark_runs(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_parquet(tmp_path / "store", 5_000, seed=3)
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benches"))
+    try:
+        import bench_spark  # noqa: PLC0415 - a script of benches/, not a module of the suite
+    finally:
+        sys.path.pop(0)
+    assert bench_spark.main([str(tmp_path / "store"), "--scratch", str(tmp_path)], spark) == 0
+    out = capsys.readouterr().out
+    assert "| memresolve.spark |" in out
+    assert "| plain Spark SQL |" in out

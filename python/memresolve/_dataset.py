@@ -173,6 +173,9 @@ class _PartSet:
             parts.remove(part)
 
     def route(self, parts: Parts, batch: Any, routed: tuple[bytes, ...]) -> None:
+        if self.router.parts == 1:  # every row of the input resolves together
+            parts.add(0, batch)
+            return
         np = _numpy()
         rows = np.frombuffer(routed[0], dtype=np.uint32)
         ends = np.frombuffer(routed[1], dtype=np.uint32).astype(np.int64)

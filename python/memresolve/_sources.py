@@ -33,11 +33,11 @@ class Source:
         pa = pyarrow_module()
         self.what = what
         self._files: list[tuple[str, int]] = []  # (file, first row in the whole input)
-        self._dataset: Any = None
+        self._dataset: list[tuple[str, Any]] | None = None  # (name, opened Parquet file)
         self._stream: Any = None
         if isinstance(data, str | os.PathLike):
-            self._dataset = _parquet_dataset(Path(data), what)
-            self.schema = self._dataset.schema
+            self._dataset = _parquet_files(Path(data), what)
+            self.schema = self._dataset[0][1].schema_arrow
         else:
             source = arrow_source(data, what)
             if isinstance(source, pa.RecordBatch):
@@ -70,8 +70,8 @@ class Source:
         if self._dataset is None:
             return None
         total = 0
-        for fragment in self._dataset.get_fragments():
-            metadata = fragment.metadata
+        for _, file in self._dataset:
+            metadata = file.metadata
             names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
             wanted = [i for i, name in enumerate(names) if name in self.columns]
             for group in range(metadata.num_row_groups):
@@ -85,25 +85,32 @@ class Source:
             yield from self._stream_batches()
             return
         pa = pyarrow_module()
+        schema = pa.schema([self.schema.field(name) for name in self.columns])
         rows = 0
-        for fragment in self._dataset.get_fragments():
-            name = fragment.path
+        for name, file in self._dataset:
             self._files.append((name, rows))
             offset = 0
             try:
-                # The dataset's schema for every file: a column whose type
-                # differs in one file is an error here, naming that file.
-                scanner = fragment.to_batches(
-                    schema=self._dataset.schema,
-                    columns=self.columns,
-                    batch_size=BATCH_ROWS,
-                    batch_readahead=2,
-                )
-                for batch in scanner:
-                    if batch.num_rows:
-                        yield name, offset, batch
-                        offset += batch.num_rows
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                for read in file.iter_batches(batch_size=BATCH_ROWS, columns=self.columns):
+                    if not read.num_rows:
+                        continue
+                    # Every file is read as the first one's types (a column that is
+                    # dictionary-encoded in one file, say); one that cannot be is an
+                    # error naming its file.
+                    batch = (
+                        read if read.schema == schema else read.select(self.columns).cast(schema)
+                    )
+                    yield name, offset, batch
+                    offset += batch.num_rows
+            except (
+                pa.ArrowInvalid,
+                pa.ArrowTypeError,
+                pa.ArrowNotImplementedError,
+                KeyError,
+                ValueError,
+            ) as exc:
+                if isinstance(exc, InvalidInputError):
+                    raise
                 raise InvalidInputError(
                     f"{name}: {self.what}: the file cannot be read as this input"
                     f" ({type(exc).__name__}: {exc})",
@@ -173,20 +180,42 @@ def _plain_strings(batch: Any) -> Any:
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
-def _parquet_dataset(path: Path, what: str) -> Any:
-    ds = __import__("pyarrow.dataset", fromlist=["dataset"])
+def _parquet_files(path: Path, what: str) -> list[tuple[str, Any]]:
+    """The Parquet files of ``path`` (a file, or a directory read recursively, in name
+    order, skipping names that start with ``.`` or ``_`` as Spark and Hive leave them)."""
+    pq = _parquet()
     pa = pyarrow_module()
     if not path.exists():
         raise FileNotFoundError(f"{what}: no such file or directory: {path}")
-    try:
-        return ds.dataset(str(path), format="parquet")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+    if path.is_dir():
+        names = sorted(
+            candidate
+            for candidate in path.rglob("*")
+            if candidate.is_file()
+            and not any(part.startswith((".", "_")) for part in candidate.relative_to(path).parts)
+        )
+    else:
+        names = [path]
+    if not names:
         raise InvalidInputError(
-            f"{path}: {what}: not a Parquet file or directory of them ({exc})",
+            f"{path}: {what}: the directory holds no Parquet files",
             kind=ErrorKind.MALFORMED,
             field=what,
             file=str(path),
-        ) from exc
+        )
+    files = []
+    for name in names:
+        try:
+            file = pq.ParquetFile(str(name))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+            raise InvalidInputError(
+                f"{name}: {what}: not a Parquet file ({exc})",
+                kind=ErrorKind.MALFORMED,
+                field=what,
+                file=str(name),
+            ) from exc
+        files.append((str(name), file))
+    return files
 
 
 def _parquet() -> Any:

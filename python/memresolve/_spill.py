@@ -144,8 +144,13 @@ class IdBuckets:
         entries["high"], entries["low"] = halves[:, 0], halves[:, 1]
         entries["row"] = np.arange(first_row, first_row + len(halves), dtype=np.uint64)
         bucket_of = (entries["high"] % np.uint64(self.buckets)).astype(np.int64)
-        for bucket in np.unique(bucket_of):
-            self._files[int(bucket)].write(entries[bucket_of == bucket].tobytes())
+        entries = entries[np.argsort(bucket_of, kind="stable")]
+        ends = np.cumsum(np.bincount(bucket_of, minlength=self.buckets))
+        start = 0
+        for bucket, end in enumerate(ends.tolist()):
+            if end > start:
+                self._files[bucket].write(entries[start:end].tobytes())
+            start = end
         self.count += len(halves)
 
     def close(self) -> None:
@@ -164,6 +169,13 @@ class IdBuckets:
             os.unlink(path)
             if len(entries) < 2:
                 continue
+            # Most buckets repeat nothing: sorting the high halves alone (a plain
+            # integer sort) shows it; only entries whose high half repeats go on.
+            high = np.sort(entries["high"])
+            repeated = high[1:][high[1:] == high[:-1]]
+            if not len(repeated):
+                continue
+            entries = entries[np.isin(entries["high"], repeated)]
             entries.sort(order=["high", "low", "row"])
             same = (entries["high"][1:] == entries["high"][:-1]) & (
                 entries["low"][1:] == entries["low"][:-1]

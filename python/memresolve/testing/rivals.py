@@ -6,12 +6,21 @@ of the context's four scopes (one equi-join per scope kind), edges come from
 in-scope records inside their interval and not stored ``expired``, tombstones
 match on key and scope and decide on the evidence time, and the winner of each
 (context, scope kind, key) is the first by authority, version, ``valid_from``
-(descending) and id (ascending, byte order). Output: the winners, as
-(``context_id``, ``record_id``).
+(descending) and id (ascending, byte order). A conversation or scene record with
+an owner (``user_id``) is a candidate of its owner's contexts only, and its owner
+is part of its scope for tombstones. Output: the winners, as (``context_id``,
+``record_id``).
+
+Each is written once, as a plan over its engine's inputs, and run two ways: on
+Arrow tables in memory (``polars_resolve``, ``duckdb_resolve``) and file to
+file, Parquet in and Parquet out, in bounded memory where the engine can
+(``polars_file_to_file`` with the streaming engine, ``duckdb_file_to_file``
+with its ``memory_limit`` and spilling).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -51,7 +60,7 @@ def _frame(table: pa.Table) -> pl.DataFrame:
 
 
 def _scope_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """The scope as (kind, first id, second id), "" for an id the kind does not use."""
+    """The scope as (kind, first id, second id, owner), "" for an id the kind does not use."""
     kind = pl.col("scope_kind")
     return frame.with_columns(
         pl.when(kind.is_in(["user", "character"]))
@@ -64,34 +73,33 @@ def _scope_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.col("scene_id"))
         .otherwise(pl.lit(""))
         .alias("scope_second"),
+        pl.when(kind.is_in(["conversation", "scene"]))
+        .then(pl.col("user_id").fill_null(""))
+        .otherwise(pl.lit(""))
+        .alias("scope_owner"),
     )
 
 
-def polars_resolve(records: pa.Table, contexts: pa.Table, tombstones: pa.Table) -> pl.DataFrame:
-    """The winners of every context, with Polars' lazy engine."""
+def _owned_by_context(joined: pl.LazyFrame) -> pl.LazyFrame:
+    """Conversation or scene candidates: unowned, or owned by the context's user."""
+    return joined.filter(
+        pl.col("user_id").is_null() | (pl.col("user_id") == pl.col("context_user"))
+    ).drop("context_user")
+
+
+def polars_plan(
+    records: pl.LazyFrame, contexts: pl.LazyFrame, tombstones: pl.LazyFrame
+) -> pl.LazyFrame:
+    """The winners of every context, as a Polars lazy query over the three inputs."""
+    observed = (
+        pl.col("observed_at") if "observed_at" in records.collect_schema().names() else pl.lit(None)
+    )
     recs = _scope_fields(
-        _frame(records)
-        .lazy()
-        .select(
-            "id",
-            "key",
-            "scope_kind",
-            "user_id",
-            "character_id",
-            "conversation_id",
-            "scene_id",
-            "status",
-            "authority",
-            "valid_from",
-            "valid_until",
-            "supersedes",
-            "version",
-            (pl.col("observed_at") if "observed_at" in records.column_names else pl.lit(None))
-            .cast(pl.Datetime("us", "UTC"))
-            .alias("observed_at"),
+        records.select(
+            *_RECORD_COLUMNS, observed.cast(pl.Datetime("us", "UTC")).alias("observed_at")
         )
     )
-    ctx = _frame(contexts).lazy()
+    ctx = contexts
     by_kind = [
         recs.filter(pl.col("scope_kind") == "user").join(
             ctx.select("context_id", "now", "user_id"), on="user_id"
@@ -100,14 +108,25 @@ def polars_resolve(records: pa.Table, contexts: pa.Table, tombstones: pa.Table) 
             ctx.select("context_id", "now", "user_id", "character_id"),
             on=["user_id", "character_id"],
         ),
-        recs.filter(pl.col("scope_kind") == "conversation").join(
-            ctx.select("context_id", "now", "conversation_id"), on="conversation_id"
+        _owned_by_context(
+            recs.filter(pl.col("scope_kind") == "conversation").join(
+                ctx.select(
+                    "context_id", "now", "conversation_id", pl.col("user_id").alias("context_user")
+                ),
+                on="conversation_id",
+            )
         ),
-        recs.filter(pl.col("scope_kind") == "scene").join(
-            ctx.select("context_id", "now", "conversation_id", "scene_id").filter(
-                pl.col("scene_id").is_not_null()
-            ),
-            on=["conversation_id", "scene_id"],
+        _owned_by_context(
+            recs.filter(pl.col("scope_kind") == "scene").join(
+                ctx.select(
+                    "context_id",
+                    "now",
+                    "conversation_id",
+                    "scene_id",
+                    pl.col("user_id").alias("context_user"),
+                ).filter(pl.col("scene_id").is_not_null()),
+                on=["conversation_id", "scene_id"],
+            )
         ),
     ]
     cand = pl.concat(by_kind, how="diagonal_relaxed").with_columns(
@@ -126,14 +145,15 @@ def polars_resolve(records: pa.Table, contexts: pa.Table, tombstones: pa.Table) 
         .unique()
         .with_columns(pl.lit(True).alias("hidden"))
     )
+    scope = ["scope_kind", "scope_first", "scope_second", "scope_owner", "key"]
     bounds = (
-        _scope_fields(_frame(tombstones).lazy())
-        .group_by("scope_kind", "scope_first", "scope_second", "key")
+        _scope_fields(tombstones)
+        .group_by(scope)
         .agg(pl.col("blocks_sources_before").max().alias("bound"))
     )
     survivors = (
         cand.filter(pl.col("in_interval") & ~pl.col("status").is_in(["superseded", "expired"]))
-        .join(bounds, on=["scope_kind", "scope_first", "scope_second", "key"], how="left")
+        .join(bounds, on=scope, how="left")
         .filter(
             (pl.col("status") != "forgotten")
             & (
@@ -148,12 +168,26 @@ def polars_resolve(records: pa.Table, contexts: pa.Table, tombstones: pa.Table) 
     winners = survivors.sort(
         ["rank", "version", "valid_from", "id"], descending=[True, True, True, False]
     ).unique(subset=["context_id", "scope_kind", "key"], keep="first")
-    return winners.select("context_id", pl.col("id").alias("record_id")).collect()
+    return winners.select("context_id", pl.col("id").alias("record_id"))
+
+
+def polars_resolve(records: pa.Table, contexts: pa.Table, tombstones: pa.Table) -> pl.DataFrame:
+    """The winners of every context, with Polars' lazy engine, in memory."""
+    plan = polars_plan(_frame(records).lazy(), _frame(contexts).lazy(), _frame(tombstones).lazy())
+    return plan.collect()
+
+
+def polars_file_to_file(records: Path, contexts: Path, tombstones: Path, output: Path) -> None:
+    """The winners of every context, Parquet datasets in, a Parquet file out (streaming)."""
+    plan = polars_plan(*(pl.scan_parquet(path) for path in (records, contexts, tombstones)))
+    plan.sink_parquet(output, engine="streaming")
 
 
 # DuckDB -------------------------------------------------------------------------------------
 
-_SQL = """
+#: The job in SQL over the views ``records_in``, ``contexts_in``, ``tombstones_in``
+#: (``{observed}``: the evidence-time column, or a typed null without one).
+RESOLVE_SQL = """
 WITH ctx AS (SELECT * FROM contexts_in),
 recs AS (
   SELECT id, key, scope_kind, user_id, character_id, conversation_id, scene_id, status,
@@ -161,7 +195,9 @@ recs AS (
          CASE WHEN scope_kind IN ('user', 'character') THEN user_id ELSE conversation_id END
            AS scope_first,
          CASE scope_kind WHEN 'character' THEN character_id WHEN 'scene' THEN scene_id ELSE '' END
-           AS scope_second
+           AS scope_second,
+         CASE WHEN scope_kind IN ('conversation', 'scene') THEN coalesce(user_id, '') ELSE '' END
+           AS scope_owner
   FROM records_in
 ),
 cand AS (
@@ -173,10 +209,11 @@ cand AS (
   UNION ALL
   SELECT c.context_id, c.now, r.* FROM recs r JOIN ctx c
     ON r.scope_kind = 'conversation' AND r.conversation_id = c.conversation_id
+       AND (r.user_id IS NULL OR r.user_id = c.user_id)
   UNION ALL
   SELECT c.context_id, c.now, r.* FROM recs r JOIN ctx c
     ON r.scope_kind = 'scene' AND r.conversation_id = c.conversation_id
-       AND r.scene_id = c.scene_id
+       AND r.scene_id = c.scene_id AND (r.user_id IS NULL OR r.user_id = c.user_id)
 ),
 flagged AS (
   SELECT *, valid_from <= now AND (valid_until IS NULL OR now < valid_until) AS in_interval
@@ -192,12 +229,14 @@ bounds AS (
            AS scope_first,
          CASE scope_kind WHEN 'character' THEN character_id WHEN 'scene' THEN scene_id ELSE '' END
            AS scope_second,
+         CASE WHEN scope_kind IN ('conversation', 'scene') THEN coalesce(user_id, '') ELSE '' END
+           AS scope_owner,
          key, max(blocks_sources_before) AS bound
   FROM tombstones_in GROUP BY ALL
 ),
 survivors AS (
   SELECT f.* FROM flagged f
-  LEFT JOIN bounds b USING (scope_kind, scope_first, scope_second, key)
+  LEFT JOIN bounds b USING (scope_kind, scope_first, scope_second, scope_owner, key)
   LEFT JOIN edges e ON e.context_id = f.context_id AND e.target = f.id
   WHERE f.in_interval AND f.status NOT IN ('superseded', 'expired', 'forgotten')
     AND (b.bound IS NULL OR coalesce(f.observed_at, f.valid_from) > b.bound)
@@ -225,9 +264,41 @@ def duckdb_resolve(
     connection.register("contexts_in", contexts)
     connection.register("tombstones_in", tombstones)
     observed = "observed_at" if "observed_at" in records.column_names else "NULL::TIMESTAMPTZ"
-    table: pa.Table = connection.sql(_SQL.format(observed=observed)).to_arrow_table()
+    table: pa.Table = connection.sql(RESOLVE_SQL.format(observed=observed)).to_arrow_table()
     connection.close()
     return table
+
+
+def duckdb_file_to_file(
+    records: Path,
+    contexts: Path,
+    tombstones: Path,
+    output: Path,
+    *,
+    threads: int,
+    memory_limit: str,
+    spill: Path,
+) -> None:
+    """The winners of every context, Parquet datasets in, a Parquet file out, spilling
+    to ``spill`` past ``memory_limit``."""
+    connection = duckdb.connect()
+    connection.execute(f"SET threads = {int(threads)}")
+    connection.execute(f"SET memory_limit = '{memory_limit}'")
+    connection.execute(f"SET temp_directory = '{spill}'")
+    connection.execute("SET preserve_insertion_order = false")
+    for name, path in (
+        ("records_in", records),
+        ("contexts_in", contexts),
+        ("tombstones_in", tombstones),
+    ):
+        source = f"{path}/*.parquet" if Path(path).is_dir() else str(path)
+        connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{source}')")
+    columns = [row[0] for row in connection.execute("DESCRIBE records_in").fetchall()]
+    observed = "observed_at" if "observed_at" in columns else "NULL::TIMESTAMPTZ"
+    connection.execute(
+        f"COPY ({RESOLVE_SQL.format(observed=observed)}) TO '{output}' (FORMAT parquet)"
+    )
+    connection.close()
 
 
 def winner_rows(table: Any) -> list[tuple[str, str]]:
@@ -236,3 +307,16 @@ def winner_rows(table: Any) -> list[tuple[str, str]]:
         table = table.to_arrow()
     columns = table.select(["context_id", "record_id"]).to_pydict()
     return sorted(zip(columns["context_id"], columns["record_id"], strict=True))
+
+
+def parquet_digest(path: str | Path) -> str:
+    """Row count and an order-independent hash of the (context_id, record_id) rows of a
+    Parquet file or directory: how the benchmarks check outputs equal without loading them."""
+    source = f"{path}/**/*.parquet" if Path(path).is_dir() else str(path)
+    connection = duckdb.connect()
+    ((count, total),) = connection.execute(
+        "SELECT count(*), sum(hash(context_id, record_id)::HUGEINT) % 18446744073709551616"
+        f" FROM read_parquet('{source}')"
+    ).fetchall()
+    connection.close()
+    return f"{count}:{int(total or 0):x}"

@@ -1,0 +1,30 @@
+"""The batch benchmarks run end to end on a small store, so they cannot rot: each checks
+that every implementation wrote the same rows before it prints a line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from memresolve.testing.batch_store import write_parquet
+
+BENCHES = Path(__file__).parents[1] / "benches"
+
+
+def test_the_file_to_file_benchmark_runs(tmp_path: Path) -> None:
+    write_parquet(tmp_path / "store", 30_000, seed=2, chunk_records=10_000)
+    done = subprocess.run(
+        [
+            *(sys.executable, str(BENCHES / "bench_dataset.py"), str(tmp_path / "store")),
+            *("--threads", "2", "--memory-limit", "1GB", "--scratch", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    assert [line.split(" | ")[0] for line in table] == ["| memresolve", "| duckdb", "| polars"]
+    assert len({line.split(" | ")[-1] for line in table}) == 1  # the same rows
