@@ -66,6 +66,8 @@ RESOLVE_FACTOR = 4
 BASELINE_BYTES = 512 * 2**20
 #: The least memory worth resolving parts in, beyond the baseline.
 MIN_BUDGET_BYTES = 64 * 2**20
+#: Headroom in the first estimate of how many parts the input needs.
+PART_MARGIN = 1.25
 #: Parts of an input whose size is unknown (an Arrow stream) until it is read.
 STREAM_PARTS = 16
 #: How often a part too big for the limit is split again by owner.
@@ -330,7 +332,9 @@ def _part_count(sources: list[Source], budget: int, parts: int | None) -> int:
     if any(estimate is None for estimate in estimates):
         return STREAM_PARTS  # a stream: its size is unknown; oversized parts are split later
     total = sum(e for e in estimates if e is not None)
-    return max(1, math.ceil(total * RESOLVE_FACTOR / budget))
+    # Owners differ in size, and shared conversations are copied to each of their
+    # owners' parts: room for both, so that no part needs splitting again.
+    return max(1, math.ceil(total * RESOLVE_FACTOR * PART_MARGIN / budget))
 
 
 def _check_unique(ids: IdBuckets, source: Source, column: str) -> None:
@@ -381,7 +385,7 @@ def resolve_dataset(
     Memory stays within ``memory_limit`` (bytes, or a size such as
     ``"4GB"``): the job splits the store into parts of whole owners that
     resolve alone (``parts`` forces their number), spilling them to
-    ``spill_directory`` (default: the system's temporary directory) as lz4
+    ``spill_directory`` (default: the system's temporary directory) as zstd
     Arrow IPC holding only the columns resolution reads (``value`` only with
     ``with_values``). The spill is removed whatever happens, Ctrl-C
     included. Every rule of the batch form holds for the whole input: a
@@ -477,7 +481,14 @@ def _directory_bytes(directory: Path) -> int:
 
 def _write_parquet(table: Any, path: Path) -> None:
     pq = __import__("pyarrow.parquet", fromlist=["write_table"])
-    pq.write_table(table, str(path))
+    # Dictionaries only where values repeat: a context's id repeats on each of its
+    # rows, a record's id hardly ever (trying costs a fifth of the write).
+    repeating = [
+        name
+        for name in ("context_id", "decision", "key", "certainty")
+        if name in table.column_names
+    ]
+    pq.write_table(table, str(path), use_dictionary=repeating)
 
 
 def _count_decisions(table: Any, rows: dict[str, int]) -> None:

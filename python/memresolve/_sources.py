@@ -9,6 +9,7 @@ naming the file.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,18 +67,20 @@ class Source:
         return self._dataset is not None
 
     def estimated_bytes(self) -> int | None:
-        """The uncompressed size of the columns read, from Parquet metadata (None: a stream)."""
+        """The size in Arrow of the columns read, estimated (None: a stream, size unknown).
+
+        Rows come from the Parquet metadata; bytes per row from a first batch
+        read as Arrow. (The metadata's "uncompressed" sizes are of Parquet's
+        encodings: a dictionary-encoded id column is a fraction of its Arrow size.)
+        """
         if self._dataset is None:
             return None
-        total = 0
+        rows = sum(file.metadata.num_rows for _, file in self._dataset)
         for _, file in self._dataset:
-            metadata = file.metadata
-            names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
-            wanted = [i for i, name in enumerate(names) if name in self.columns]
-            for group in range(metadata.num_row_groups):
-                row_group = metadata.row_group(group)
-                total += sum(row_group.column(i).total_uncompressed_size for i in wanted)
-        return total
+            for sample in file.iter_batches(batch_size=8_192, columns=self.columns):
+                if sample.num_rows:
+                    return math.ceil(rows * sample.nbytes / sample.num_rows)
+        return 0
 
     def batches(self) -> Iterator[tuple[str, int, Any]]:
         """``(file, first row of the batch within that file, batch)``, in input order."""
