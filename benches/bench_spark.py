@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
             .config("spark.driver.memory", arguments.driver_memory)
             .config("spark.sql.shuffle.partitions", str(arguments.shuffle_partitions))
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )

@@ -34,11 +34,13 @@ class Source:
         pa = pyarrow_module()
         self.what = what
         self._files: list[tuple[str, int]] = []  # (file, first row in the whole input)
-        self._dataset: list[tuple[str, Any]] | None = None  # (name, opened Parquet file)
+        # (name, metadata) of each Parquet file. A file is opened only while it is
+        # read: an open reader keeps the file's buffers, as much memory as the file.
+        self._dataset: list[tuple[str, Any]] | None = None
         self._stream: Any = None
         if isinstance(data, str | os.PathLike):
             self._dataset = _parquet_files(Path(data), what)
-            self.schema = self._dataset[0][1].schema_arrow
+            self.schema = self._dataset[0][1].schema.to_arrow_schema()
         else:
             source = arrow_source(data, what)
             if isinstance(source, pa.RecordBatch):
@@ -75,11 +77,12 @@ class Source:
         """
         if self._dataset is None:
             return None
-        rows = sum(file.metadata.num_rows for _, file in self._dataset)
-        for _, file in self._dataset:
-            for sample in file.iter_batches(batch_size=8_192, columns=self.columns):
-                if sample.num_rows:
-                    return math.ceil(rows * sample.nbytes / sample.num_rows)
+        rows = sum(metadata.num_rows for _, metadata in self._dataset)
+        for name, metadata in self._dataset:
+            if metadata.num_rows:
+                with _parquet().ParquetFile(name) as file:
+                    sample = file.read_row_group(0, columns=self.columns).slice(0, 8_192)
+                return math.ceil(rows * sample.nbytes / max(1, sample.num_rows))
         return 0
 
     def batches(self) -> Iterator[tuple[str, int, Any]]:
@@ -90,21 +93,20 @@ class Source:
         pa = pyarrow_module()
         schema = pa.schema([self.schema.field(name) for name in self.columns])
         rows = 0
-        for name, file in self._dataset:
+        for name, _ in self._dataset:
             self._files.append((name, rows))
             offset = 0
             try:
-                for read in file.iter_batches(batch_size=BATCH_ROWS, columns=self.columns):
-                    if not read.num_rows:
-                        continue
-                    # Every file is read as the first one's types (a column that is
-                    # dictionary-encoded in one file, say); one that cannot be is an
-                    # error naming its file.
-                    batch = (
-                        read if read.schema == schema else read.select(self.columns).cast(schema)
-                    )
-                    yield name, offset, batch
-                    offset += batch.num_rows
+                with _parquet().ParquetFile(name) as file:
+                    for read in file.iter_batches(batch_size=BATCH_ROWS, columns=self.columns):
+                        if not read.num_rows:
+                            continue
+                        # Every file is read as the first one's types (a column that is
+                        # dictionary-encoded in one file, say); one that cannot be is an
+                        # error naming its file.
+                        batch = read if read.schema == schema else read.cast(schema)
+                        yield name, offset, batch
+                        offset += batch.num_rows
             except (
                 pa.ArrowInvalid,
                 pa.ArrowTypeError,
@@ -209,7 +211,7 @@ def _parquet_files(path: Path, what: str) -> list[tuple[str, Any]]:
     files = []
     for name in names:
         try:
-            file = pq.ParquetFile(str(name))
+            metadata = pq.read_metadata(str(name))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
             raise InvalidInputError(
                 f"{name}: {what}: not a Parquet file ({exc})",
@@ -217,7 +219,7 @@ def _parquet_files(path: Path, what: str) -> list[tuple[str, Any]]:
                 field=what,
                 file=str(name),
             ) from exc
-        files.append((str(name), file))
+        files.append((str(name), metadata))
     return files
 
 
