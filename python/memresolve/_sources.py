@@ -77,12 +77,13 @@ class Source:
         """
         if self._dataset is None:
             return None
-        rows = sum(metadata.num_rows for _, metadata in self._dataset)
+        rows: int = sum(metadata.num_rows for _, metadata in self._dataset)
         for name, metadata in self._dataset:
             if metadata.num_rows:
                 with _parquet().ParquetFile(name) as file:
                     sample = file.read_row_group(0, columns=self.columns).slice(0, 8_192)
-                return math.ceil(rows * sample.nbytes / max(1, sample.num_rows))
+                per_row: float = sample.nbytes / max(1, sample.num_rows)
+                return math.ceil(rows * per_row)
         return 0
 
     def batches(self) -> Iterator[tuple[str, int, Any]]:
