@@ -8,6 +8,7 @@ output and no spill behind.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -355,3 +356,143 @@ def test_sizes_are_read_as_people_write_them(size: int | str, expected: int) -> 
 
 def _files(directory: Path) -> Iterator[Path]:
     return (path for path in directory.rglob("*") if path.is_file())
+
+
+def _split_files(directory: Path, tables: list[pa.Table]) -> Path:
+    directory.mkdir()
+    for n, table in enumerate(tables):
+        pq.write_table(table, directory / f"{n:03d}.parquet")
+    return directory
+
+
+def test_each_file_is_read_with_its_own_columns_and_types(tmp_path: Path) -> None:
+    """Files of one input that differ in optional columns and encodings (review finding)."""
+    store = generate(3_000, seed=4)
+    records = store.records
+    first, second, third = (
+        records.slice(0, 1_000),
+        records.slice(1_000, 1_000),
+        records.slice(2_000),
+    )
+    # The first file leaves out status and version (all active, version 1 there), has a
+    # column of the Arrow null type, and dictionary-encoded ids.
+    first = first.set_column(
+        first.schema.get_field_index("status"), "status", pa.array(["active"] * 1_000)
+    )
+    first = first.set_column(
+        first.schema.get_field_index("version"), "version", pa.array([1] * 1_000, pa.int64())
+    )
+    first = first.set_column(
+        first.schema.get_field_index("valid_until"),
+        "valid_until",
+        pa.nulls(1_000, first.schema.field("valid_until").type),
+    )
+    expected_records = pa.concat_tables([first, second, third])
+    first = first.drop_columns(["status", "version"])
+    first = first.set_column(
+        first.schema.get_field_index("valid_until"), "valid_until", pa.nulls(1_000)
+    )
+    first = first.set_column(0, "id", first.column("id").dictionary_encode())
+    # The second has nanosecond instants in another zone and narrow versions.
+    second = second.set_column(
+        second.schema.get_field_index("valid_from"),
+        "valid_from",
+        second.column("valid_from").cast(pa.timestamp("ns", tz="Asia/Kolkata")),
+    )
+    second = second.set_column(
+        second.schema.get_field_index("version"),
+        "version",
+        second.column("version").cast(pa.int16()),
+    )
+    files = _split_files(tmp_path / "records", [first, second, third])
+    expected = by_context(
+        mr.resolve_batch(expected_records, store.contexts, tombstones=store.tombstones)
+    )
+    for parts in (1, 5):
+        mr.resolve_dataset(
+            files,
+            store.contexts,
+            tmp_path / f"out{parts}",
+            tombstones=store.tombstones,
+            parts=parts,
+        )
+        assert by_context(_read(tmp_path / f"out{parts}")) == expected
+
+
+def test_a_fault_only_one_file_has_is_reported_in_its_terms(tmp_path: Path) -> None:
+    store = generate(2_000, seed=4)
+    first, second = store.records.slice(0, 1_000), store.records.slice(1_000)
+    naive = second.set_column(
+        second.schema.get_field_index("valid_from"),
+        "valid_from",
+        second.column("valid_from").cast(pa.timestamp("us")),
+    )
+    files = _split_files(tmp_path / "naive", [first, naive])
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(files, store.contexts, tmp_path / "out")
+    error = caught.value
+    assert (error.kind, error.field) == (mr.ErrorKind.NAIVE_TIME, "valid_from")
+    assert error.file == str(files / "001.parquet")
+    missing = _split_files(tmp_path / "missing", [first, second.drop_columns(["authority"])])
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(missing, store.contexts, tmp_path / "out")
+    assert caught.value.where()[:2] == (mr.ErrorKind.MISSING_COLUMN, "authority")
+    assert caught.value.file == str(missing / "001.parquet")
+    assert not (tmp_path / "out").exists()
+
+
+def test_values_are_checked_on_every_row_even_rows_no_part_keeps(tmp_path: Path) -> None:
+    store = generate(2_000, seed=4)
+    kinds = store.records.column("scope_kind").to_pylist()
+    users = store.records.column("user_id").to_pylist()
+    # A record of a conversation no context names: routed to no part.
+    row = next(
+        n
+        for n, (k, u) in enumerate(zip(kinds, users, strict=True))
+        if k == "conversation" and u is None
+    )
+    conversations = store.records.column("conversation_id").to_pylist()
+    conversations[row] = "a conversation nobody is in"
+    values = store.records.column("value").to_pylist()
+    values[row] = None
+    records = store.records.set_column(
+        store.records.schema.get_field_index("conversation_id"),
+        "conversation_id",
+        pa.array(conversations),
+    )
+    records = records.set_column(records.schema.get_field_index("value"), "value", pa.array(values))
+    files = _split_files(tmp_path / "records", [records])
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(files, store.contexts, tmp_path / "out", with_values=True, parts=3)
+    error = caught.value
+    assert (error.kind, error.field, error.row) == (mr.ErrorKind.MISSING, "value", row)
+    assert error.file == str(files / "000.parquet")
+
+
+def test_a_failed_replacement_keeps_the_old_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = generate(500, seed=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    real_rename = Path.rename
+
+    def failing_rename(self: Path, target: Any) -> Any:
+        if self.name.startswith(".out.partial"):
+            raise OSError("disk gone")
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing_rename)
+    with pytest.raises(OSError, match="disk gone"):
+        mr.resolve_dataset(store.records, store.contexts, out, overwrite=True)
+    assert (out / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_the_output_has_the_umasks_mode(tmp_path: Path) -> None:
+    store = generate(500, seed=1)
+    mr.resolve_dataset(store.records, store.contexts, tmp_path / "out")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o777 & ~umask

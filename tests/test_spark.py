@@ -276,3 +276,13 @@ def test_the_spark_benchmark_runs(
     out = capsys.readouterr().out
     assert "| memresolve.spark |" in out
     assert "| plain Spark SQL |" in out
+
+
+def test_columns_of_the_users_own_do_not_meet_the_plans(spark: Any) -> None:
+    store = generate(2_000, seed=5)
+    contexts = store.contexts.append_column("_row", pa.array([7] * store.contexts.num_rows))
+    records = store.records.append_column(
+        "_conversation", pa.array(["x"] * store.records.num_rows)
+    ).append_column("_joined", pa.array(["y"] * store.records.num_rows))
+    got = mrs.resolve(*_frames(spark, records, contexts, store.tombstones)).toArrow()
+    assert by_context(got) == _expected(store.records, store.contexts, store.tombstones)

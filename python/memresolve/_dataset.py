@@ -27,6 +27,7 @@ from typing import Any
 from memresolve import _backend, _kernels
 from memresolve import _validate as check
 from memresolve._arrow_reader import pyarrow_module
+from memresolve._canonical import canonical, canonical_schema
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
 from memresolve._types import DECISION_NAMES, ID_COLUMNS
@@ -152,10 +153,17 @@ class _PartSet:
 
     @classmethod
     def make(
-        cls, native: Any, count: int, seed: int, directory: Path | None, cleanup: ExitStack
+        cls,
+        native: Any,
+        count: int,
+        seed: int,
+        directory: Path | None,
+        cleanup: ExitStack,
+        *,
+        with_values: bool,
     ) -> _PartSet:
         made = cls(
-            native.Router(count, seed),
+            native.Router(count, seed, with_values),
             Parts("contexts", count, directory, seed),
             Parts("records", count, directory, seed),
             Parts("tombstones", count, directory, seed),
@@ -216,14 +224,15 @@ class _Job:
     def read(self, source: Source, parts: _PartSet, target: Parts, ids: IdBuckets | None) -> int:
         """Reads, checks and routes every batch of ``source``; returns its rows."""
         route = getattr(parts.router, source.what)
-        self.schemas[source.what] = source.empty().schema
+        with_values = self.options["with_values"]
+        self.schemas[source.what] = canonical_schema(source.what, with_values)
         read = 0
         for name, offset, batch in source.batches():
             try:
                 routed = route(batch, offset)
             except InvalidInputError as error:
                 raise in_file(name, error) from None
-            parts.route(target, batch, routed)
+            parts.route(target, canonical(batch, source.what, with_values), routed)
             if ids is not None:
                 ids.add(routed[2], read)
             read += batch.num_rows
@@ -285,7 +294,15 @@ class _Job:
         if len(owners) == 1 or depth >= MAX_SPLITS:
             raise self._too_big(parts, part)
         count = math.ceil(parts.size(part) * RESOLVE_FACTOR / self.budget) + 1
-        smaller = _PartSet.make(self.native, count, depth + 1, self.spill, self.cleanup)
+        _allow_open_files(count)
+        smaller = _PartSet.make(
+            self.native,
+            count,
+            depth + 1,
+            self.spill,
+            self.cleanup,
+            with_values=self.options["with_values"],
+        )
         for stage, target, source in (
             ("contexts", smaller.contexts, parts.contexts),
             ("records", smaller.records, parts.records),
@@ -317,6 +334,27 @@ class _Job:
 
 def _shown_bytes(size: float) -> str:
     return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
+#: Files the job keeps open besides its parts' spill files (id buckets, inputs, output).
+OTHER_OPEN_FILES = 256
+
+
+def _allow_open_files(parts: int) -> None:
+    """Raises the soft limit on open files to what ``parts`` parts need (three spill files
+    each, all open while the inputs are read), up to the hard limit."""
+    import resource  # noqa: PLC0415 - POSIX, and only the batch job needs it
+
+    needed = 3 * parts + OTHER_OPEN_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise OSError(
+            f"the job needs about {needed} open files for its {parts} parts and the limit is"
+            f" {hard}: raise memory_limit (fewer, larger parts) or the open-file limit (ulimit -n)"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
 def _numpy() -> Any:
@@ -437,7 +475,15 @@ def resolve_dataset(
     cleanup = ExitStack()
     try:
         job = _Job(native, budget, spill, partial, options, progress, cleanup, total_parts=count)
-        split = _PartSet.make(native, count, 0, spill if count > 1 else None, cleanup)
+        _allow_open_files(count)
+        split = _PartSet.make(
+            native,
+            count,
+            0,
+            spill if count > 1 else None,
+            cleanup,
+            with_values=options["with_values"],
+        )
         context_ids = IdBuckets("contexts", spill)
         cleanup.callback(context_ids.close)
         record_ids = IdBuckets("records", spill)
@@ -451,7 +497,7 @@ def resolve_dataset(
         job.note_spill()
         _check_unique(record_ids, record_source, "id")
         _check_unique(context_ids, context_source, "context_id")
-        partial.mkdir(mode=0o700)
+        partial.mkdir()  # the umask's mode: the output is for others to read too
         job.resolve_all(split, 0)
         job.finish()
         _publish(partial, target, overwrite)
@@ -507,7 +553,14 @@ def _publish(partial: Path, target: Path, overwrite: bool) -> None:
             raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
         old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
         target.rename(old)
-        partial.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
+        try:
+            partial.rename(target)
+        except BaseException:
+            old.rename(target)  # the old output stays whole when the new one cannot land
+            raise
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
     else:
         partial.rename(target)

@@ -62,6 +62,7 @@ class Source:
                     field=what,
                 ) from exc
             self.schema = self._stream.schema
+        self.wanted = columns
         self.columns = [name for name in columns if name in self.schema.names]
 
     @property
@@ -92,22 +93,20 @@ class Source:
             yield from self._stream_batches()
             return
         pa = pyarrow_module()
-        schema = pa.schema([self.schema.field(name) for name in self.columns])
         rows = 0
-        for name, _ in self._dataset:
+        for name, metadata in self._dataset:
             self._files.append((name, rows))
             offset = 0
+            # Each file is read with its own columns and types, and checked as it is
+            # (a column it lacks, a type only it has, are its own faults).
+            present = set(metadata.schema.to_arrow_schema().names)
+            columns = [column for column in self.wanted if column in present]
             try:
                 with _parquet().ParquetFile(name) as file:
-                    for read in file.iter_batches(batch_size=BATCH_ROWS, columns=self.columns):
-                        if not read.num_rows:
-                            continue
-                        # Every file is read as the first one's types (a column that is
-                        # dictionary-encoded in one file, say); one that cannot be is an
-                        # error naming its file.
-                        batch = read if read.schema == schema else read.cast(schema)
-                        yield name, offset, batch
-                        offset += batch.num_rows
+                    for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+                        if batch.num_rows:
+                            yield name, offset, batch
+                            offset += batch.num_rows
             except (
                 pa.ArrowInvalid,
                 pa.ArrowTypeError,
@@ -140,7 +139,7 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = _plain_strings(batch.select(self.columns))
+            batch = batch.select(self.columns)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
@@ -169,21 +168,6 @@ class Source:
         pq = _parquet()
         table = pq.read_table(name, columns=[column])
         return table.column(column)[within].as_py()
-
-
-def _plain_strings(batch: Any) -> Any:
-    """``batch`` with view strings (Polars' ``string_view``) cast to plain ones.
-
-    pyarrow has no ``take`` kernel for view types, and routing takes rows.
-    """
-    pa = pyarrow_module()
-    views = [i for i, field in enumerate(batch.schema) if pa.types.is_string_view(field.type)]
-    if not views:
-        return batch
-    columns = list(batch.columns)
-    for i in views:
-        columns[i] = columns[i].cast(pa.large_string())
-    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _parquet_files(path: Path, what: str) -> list[tuple[str, Any]]:

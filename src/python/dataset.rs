@@ -10,7 +10,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::batch::{import, Imported};
-use crate::arrow_input::{check_records, id_hashes, read_contexts, read_tombstones, Table};
+use crate::arrow_input::{
+    check_records, id_hashes, read_contexts, read_tombstones, read_values, Table,
+};
 use crate::error::{Broken, Error};
 use crate::partition::{ConversationParts, Partitioner};
 use crate::resolve::ScopeRef;
@@ -66,6 +68,9 @@ fn row_number(row: usize) -> Result<u32, Broken> {
 pub(crate) struct Router {
     conversations: Mutex<ConversationParts>,
     parts: u32,
+    /// Records are checked for `resolve_batch(..., with_values=True)` too
+    /// (`value` and `confidence`), so every row is, whichever part it reaches.
+    with_values: bool,
 }
 
 impl Router {
@@ -81,11 +86,13 @@ type Bytes<'py> = Bound<'py, PyBytes>;
 #[pymethods]
 impl Router {
     #[new]
-    fn new(parts: u32, seed: u64) -> Self {
+    #[pyo3(signature = (parts, seed, with_values = false))]
+    fn new(parts: u32, seed: u64, with_values: bool) -> Self {
         let partitioner = Partitioner::new(parts, seed);
         Self {
             conversations: Mutex::new(ConversationParts::new(partitioner)),
             parts: partitioner.parts(),
+            with_values,
         }
     }
 
@@ -141,6 +148,9 @@ impl Router {
         let (routed, hashes) = py.detach(|| -> Result<_, Error> {
             let table = table("records", &imported).starting_at(row_offset);
             let scopes = check_records(&table)?;
+            if self.with_values {
+                read_values(&table)?;
+            }
             let routed = self.route(&scopes)?;
             Ok((routed, id_hashes(&table, "id")?))
         })?;

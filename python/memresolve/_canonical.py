@@ -1,0 +1,110 @@
+"""One schema per input table for the batch job's spilled parts.
+
+The files of one input may differ in how they encode the same columns (``string`` or
+``large_string`` or dictionary, a timestamp's unit and zone, an integer's width, a column
+of the Arrow ``null`` type) and in which optional columns they have. Each batch is first
+checked as it is, with its own types, by the native router (so a fault is reported in its
+file's terms); only then is it brought to this one schema, without changing what it
+means: strings become ``large_string``, instants ``timestamp[us, UTC]`` floored to the
+microsecond (``docs/spec.md`` §1.6), integers ``int64``, floats ``float64``, and an absent
+optional column its default (``status`` active, ``version`` 1, a missing tombstone bound
+the other one, anything else null). ``confidence`` is kept only with values: resolution
+never reads it (it is checked all the same, by the router).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memresolve._arrow_reader import pyarrow_module
+from memresolve._types import ID_COLUMNS
+
+__all__ = ["canonical", "canonical_schema"]
+
+_TEXT = "text"
+_INSTANT = "instant"
+_INTEGER = "integer"
+_FLOAT = "float"
+
+_RECORDS: dict[str, str] = {
+    "id": _TEXT,
+    "key": _TEXT,
+    "scope_kind": _TEXT,
+    **dict.fromkeys(ID_COLUMNS, _TEXT),
+    "status": _TEXT,
+    "authority": _TEXT,
+    "valid_from": _INSTANT,
+    "valid_until": _INSTANT,
+    "supersedes": _TEXT,
+    "version": _INTEGER,
+    "observed_at": _INSTANT,
+}
+_VALUES: dict[str, str] = {"value": _TEXT, "confidence": _FLOAT}
+_CONTEXTS: dict[str, str] = {
+    "context_id": _TEXT,
+    "now": _INSTANT,
+    **dict.fromkeys(ID_COLUMNS, _TEXT),
+}
+_TOMBSTONES: dict[str, str] = {
+    "key": _TEXT,
+    "scope_kind": _TEXT,
+    **dict.fromkeys(ID_COLUMNS, _TEXT),
+    "forgotten_at": _INSTANT,
+    "blocks_sources_before": _INSTANT,
+}
+#: The value of an absent optional column that is not null.
+_DEFAULTS: dict[str, object] = {"status": "active", "version": 1}
+#: A tombstone's missing bound equals the other one.
+_OTHER_BOUND = {"forgotten_at": "blocks_sources_before", "blocks_sources_before": "forgotten_at"}
+
+
+def _columns(what: str, with_values: bool) -> dict[str, str]:
+    if what == "records":
+        return {**_RECORDS, **(_VALUES if with_values else {})}
+    return _CONTEXTS if what == "contexts" else _TOMBSTONES
+
+
+def _arrow_type(kind: str) -> Any:
+    pa = pyarrow_module()
+    return {
+        _TEXT: pa.large_string(),
+        _INSTANT: pa.timestamp("us", tz="UTC"),
+        _INTEGER: pa.int64(),
+        _FLOAT: pa.float64(),
+    }[kind]
+
+
+def canonical_schema(what: str, with_values: bool) -> Any:
+    """The schema every part of the input ``what`` is spilled and resolved in."""
+    pa = pyarrow_module()
+    return pa.schema(
+        [(name, _arrow_type(kind)) for name, kind in _columns(what, with_values).items()]
+    )
+
+
+def canonical(batch: Any, what: str, with_values: bool) -> Any:
+    """``batch``, already checked by the router, in ``canonical_schema(what, with_values)``."""
+    pa = pyarrow_module()
+    columns = []
+    for name, kind in _columns(what, with_values).items():
+        target = _arrow_type(kind)
+        if name in batch.schema.names:
+            columns.append(_converted(batch.column(name), kind, target))
+        elif name in _OTHER_BOUND and _OTHER_BOUND[name] in batch.schema.names:
+            columns.append(_converted(batch.column(_OTHER_BOUND[name]), kind, target))
+        elif name in _DEFAULTS:
+            columns.append(pa.array([_DEFAULTS[name]] * batch.num_rows, target))
+        else:
+            columns.append(pa.nulls(batch.num_rows, target))
+    return pa.RecordBatch.from_arrays(columns, schema=canonical_schema(what, with_values))
+
+
+def _converted(column: Any, kind: str, target: Any) -> Any:
+    pa = pyarrow_module()
+    if column.type == target:
+        return column
+    if kind == _INSTANT and pa.types.is_timestamp(column.type) and column.type.unit == "ns":
+        pc = __import__("pyarrow.compute", fromlist=["floor_temporal"])
+        column = pc.floor_temporal(column, unit="microsecond")
+        return column.cast(target, safe=False)  # whole microseconds now: nothing is lost
+    return column.cast(target)
