@@ -19,7 +19,7 @@ from typing import Any
 from memresolve._arrow_reader import pyarrow_module
 from memresolve._types import ID_COLUMNS
 
-__all__ = ["canonical", "canonical_schema"]
+__all__ = ["canonical", "canonical_schema", "read_columns"]
 
 _TEXT = "text"
 _INSTANT = "instant"
@@ -62,6 +62,15 @@ def _columns(what: str, with_values: bool) -> dict[str, str]:
     if what == "records":
         return {**_RECORDS, **(_VALUES if with_values else {})}
     return _CONTEXTS if what == "contexts" else _TOMBSTONES
+
+
+def read_columns(what: str, with_values: bool) -> tuple[str, ...]:
+    """The columns of the input ``what`` the batch job reads and checks: the canonical
+    ones, and ``confidence`` of records even without values (checked, never carried)."""
+    columns = tuple(_columns(what, with_values))
+    if what == "records" and not with_values:
+        columns += ("confidence",)
+    return columns
 
 
 def _arrow_type(kind: str) -> Any:

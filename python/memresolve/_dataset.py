@@ -27,10 +27,10 @@ from typing import Any
 from memresolve import _backend, _kernels
 from memresolve import _validate as check
 from memresolve._arrow_reader import pyarrow_module
-from memresolve._canonical import canonical, canonical_schema
+from memresolve._canonical import canonical, canonical_schema, read_columns
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
-from memresolve._types import DECISION_NAMES, ID_COLUMNS
+from memresolve._types import DECISION_NAMES
 from memresolve.errors import (
     BackendUnavailableError,
     ErrorKind,
@@ -40,23 +40,6 @@ from memresolve.errors import (
 
 __all__ = ["DatasetSummary", "Progress", "parse_size", "resolve_dataset"]
 
-#: The columns resolution reads, per input table (``value`` only with values).
-RECORD_COLUMNS = (
-    "id",
-    "key",
-    "scope_kind",
-    *ID_COLUMNS,
-    "status",
-    "authority",
-    "valid_from",
-    "valid_until",
-    "supersedes",
-    "version",
-    "observed_at",
-    "confidence",
-)
-CONTEXT_COLUMNS = ("context_id", "now", *ID_COLUMNS)
-TOMBSTONE_COLUMNS = ("key", "scope_kind", *ID_COLUMNS, "forgotten_at", "blocks_sources_before")
 
 #: What a part costs in memory while it is resolved, as a multiple of its
 #: Arrow bytes: the part's table, the native store built from it, and the
@@ -461,11 +444,13 @@ def resolve_dataset(
             "resolve_dataset runs on the compiled core, and this process uses the reference"
             f" backend ({_backend.ENV_VAR}=reference, or the extension is not built)"
         )
-    record_columns = RECORD_COLUMNS + (("value",) if options["with_values"] else ())
-    record_source = Source(records, "records", record_columns)
-    context_source = Source(contexts, "contexts", CONTEXT_COLUMNS)
+    with_values = options["with_values"]
+    record_source = Source(records, "records", read_columns("records", with_values))
+    context_source = Source(contexts, "contexts", read_columns("contexts", with_values))
     tombstone_source = (
-        None if tombstones is None else Source(tombstones, "tombstones", TOMBSTONE_COLUMNS)
+        None
+        if tombstones is None
+        else Source(tombstones, "tombstones", read_columns("tombstones", with_values))
     )
     sources = [s for s in (record_source, context_source, tombstone_source) if s is not None]
     count = _part_count(sources, budget, parts)

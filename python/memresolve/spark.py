@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from memresolve import _validate as check
-from memresolve._dataset import CONTEXT_COLUMNS, RECORD_COLUMNS, TOMBSTONE_COLUMNS
+from memresolve._canonical import read_columns
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
@@ -105,11 +105,11 @@ def resolve(
             field="partitions",
         )
     columns = {
-        "contexts": _present(contexts, CONTEXT_COLUMNS),
-        "records": _present(
-            records, RECORD_COLUMNS + (("value",) if options["with_values"] else ())
-        ),
-        "tombstones": () if tombstones is None else _present(tombstones, TOMBSTONE_COLUMNS),
+        "contexts": _present(contexts, read_columns("contexts", options["with_values"])),
+        "records": _present(records, read_columns("records", options["with_values"])),
+        "tombstones": ()
+        if tombstones is None
+        else _present(tombstones, read_columns("tombstones", options["with_values"])),
     }
     _check_schemas(records, contexts, tombstones, columns, options)
 
