@@ -63,11 +63,16 @@ pub fn decision_batch(
         .iter()
         .map(|&row| store.id(row).map_or(0, str::len))
         .sum();
-    let mut context_column = StringBuilder::with_capacity(rows, rows * 8);
-    let mut record_column = StringBuilder::with_capacity(rows, id_bytes);
     let contexts = context_ids
         .get(chunk.contexts.clone())
         .ok_or(Broken("a chunk names contexts outside the input"))?;
+    let context_bytes: usize = contexts
+        .iter()
+        .zip(chunk.per_context())
+        .map(|(id, (decided, _))| id.len() * decided.len())
+        .sum();
+    let mut context_column = StringBuilder::with_capacity(rows, context_bytes);
+    let mut record_column = StringBuilder::with_capacity(rows, id_bytes);
     for (context_id, (decided, _)) in contexts.iter().zip(chunk.per_context()) {
         for &row in decided {
             context_column.append_value(context_id);

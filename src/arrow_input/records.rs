@@ -6,14 +6,12 @@ use foldhash::fast::FixedState;
 
 use super::scopes::{index_scopes, intern_id_column, InternedColumn};
 use super::{run_all, Checked, Table, Task};
-use crate::batch::intern::{first_duplicate, KeyRanks, Numbering, NO_ROW};
+use crate::batch::ids::{index_ids, IdIndex};
+use crate::batch::intern::{KeyRanks, Numbering, NO_ROW};
 use crate::batch::Store;
 use crate::error::{Broken, Error, ErrorKind};
 use crate::model::{Authority, IdColumn, ScopeKind, Status, DEFAULT_STATUS, DEFAULT_VERSION};
 use crate::resolve::hash::{text_hasher, Hashed};
-
-/// The ids, and the rows of the first repeated one.
-type HashedIds<'t> = (Vec<Hashed<'t>>, Option<(usize, usize)>);
 
 /// The result of a reading task that ran.
 fn ran<T>(slot: Option<T>) -> Result<T, Broken> {
@@ -57,7 +55,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
     run_all(table.rows(), tasks);
 
     // Column order: the first bad column is the error.
-    let (ids, duplicate) = ran(ids)??;
+    let ids = ran(ids)??;
     let (keys, key_ranks) = ran(keys)??;
     let kinds = ran(kinds)??;
     let id_columns: [InternedColumn<'t>; 4] = [
@@ -89,25 +87,16 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
             &scene_numbers,
         ],
     )?;
-    if let Some((earlier, row)) = duplicate {
-        let id = ids
-            .get(row)
-            .map(|id| id.text)
-            .ok_or(Broken("a duplicate row is out of range"))?;
-        let error = table.fail(
-            "id",
-            ErrorKind::DuplicateId,
-            format_args!("repeats the id of row {}", earlier + table.row_offset),
-            Some(row),
-        );
-        return Err(error.with_record_id(id).into());
-    }
+    let targets = match index_ids(&ids, &supersedes) {
+        IdIndex::Unique(targets) => targets,
+        IdIndex::Duplicate(earlier, row) => return Err(duplicate_id(table, &ids, earlier, row)),
+    };
     Ok(Store {
         ids,
         slots,
         scope_numbers,
         key_ranks,
-        supersedes,
+        targets,
         statuses,
         authorities,
         versions,
@@ -118,6 +107,20 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
         scope_ids: [users, characters, conversations, scenes],
         scopes,
     })
+}
+
+/// The error of a record id repeated at rows `earlier` and `row`.
+fn duplicate_id(table: &Table<'_>, ids: &[Hashed<'_>], earlier: usize, row: usize) -> Error {
+    let Some(id) = ids.get(row).map(|id| id.text) else {
+        return Broken("a duplicate row is out of range").into();
+    };
+    let error = table.fail(
+        "id",
+        ErrorKind::DuplicateId,
+        format_args!("repeats the id of row {}", earlier + table.row_offset),
+        Some(row),
+    );
+    error.with_record_id(id).into()
 }
 
 /// Rows are numbered in `u32`, with one value kept for "no row".
@@ -154,12 +157,12 @@ fn read_versions(table: &Table<'_>) -> Checked<Vec<i64>> {
     }
 }
 
-/// The `id` column hashed, and its first repeated id.
-fn read_ids<'t>(table: &Table<'t>, state: &FixedState) -> Checked<HashedIds<'t>> {
+/// The `id` column hashed (unique ids are checked with the targets, by
+/// [`index_ids`]).
+fn read_ids<'t>(table: &Table<'t>, state: &FixedState) -> Checked<Vec<Hashed<'t>>> {
     let mut ids: Vec<Hashed<'t>> = Vec::with_capacity(table.rows());
     table.visit_required_text("id", true, |id| ids.push(Hashed::new(state, id)))?;
-    let duplicate = first_duplicate(&ids);
-    Ok((ids, duplicate))
+    Ok(ids)
 }
 
 /// The `key` column, ranked.

@@ -1,9 +1,6 @@
 //! Interning a store's strings, once, so that resolving its contexts hashes
 //! and compares integers.
 //!
-//! - [`first_duplicate`]: the first repeated record id, found in parallel:
-//!   ids are split into partitions by hash, and each partition's table is
-//!   small enough for the cache.
 //! - [`KeyRanks`]: key → its rank among the store's distinct keys in code
 //!   point order, so comparing ranks orders keys as their strings.
 //! - [`Interned`]: the distinct values of one scope id column.
@@ -17,87 +14,6 @@ use crate::resolve::hash::{map_with_capacity, Hashed, Map};
 
 /// Marks "no row" and "no value" in `u32` columns.
 pub const NO_ROW: u32 = u32::MAX;
-
-/// From this many ids on, the duplicate check runs in partitions, in parallel.
-const PARTITION_FROM: usize = 65_536;
-const PARTITION_BITS: u32 = 8;
-
-/// The first pair of rows `(earlier, later)` sharing an id, if any: the
-/// smallest `later` whose id appears at an earlier row.
-#[must_use]
-pub fn first_duplicate(ids: &[Hashed<'_>]) -> Option<(usize, usize)> {
-    let count = if ids.len() >= PARTITION_FROM {
-        1_usize << PARTITION_BITS
-    } else {
-        1
-    };
-    // Top bits choose the partition (the tables hash the whole value again).
-    let partition_of = |id: &Hashed<'_>| {
-        if count == 1 {
-            0
-        } else {
-            usize::try_from(id.hash >> (64 - PARTITION_BITS)).unwrap_or(0)
-        }
-    };
-    // (id, row) grouped by partition, rows ascending within each: a counting sort.
-    let mut starts = vec![0_usize; count + 1];
-    for id in ids {
-        if let Some(slot) = starts.get_mut(partition_of(id) + 1) {
-            *slot += 1;
-        }
-    }
-    for index in 1..starts.len() {
-        let before = starts.get(index - 1).copied().unwrap_or(0);
-        if let Some(slot) = starts.get_mut(index) {
-            *slot += before;
-        }
-    }
-    // (hash, row): half the bytes of the ids themselves; a text is read only
-    // when two hashes are equal.
-    let mut next = starts.clone();
-    let mut grouped = vec![(0_u64, 0_u32); ids.len()];
-    for (row, id) in ids.iter().enumerate() {
-        if let Some(position) = next.get_mut(partition_of(id)) {
-            if let Some(slot) = grouped.get_mut(*position) {
-                *slot = (id.hash, u32::try_from(row).unwrap_or(u32::MAX));
-            }
-            *position += 1;
-        }
-    }
-    starts
-        .par_windows(2)
-        .filter_map(|bounds| {
-            let entries = match bounds {
-                [start, end] => grouped.get(*start..*end).unwrap_or(&[]),
-                _ => &[],
-            };
-            let text = |row: usize| ids.get(row).map_or("", |id| id.text);
-            let mut seen: Map<u64, usize> = map_with_capacity(entries.len());
-            // Rows whose hash an earlier, different id already has.
-            let mut collided: Vec<(u64, usize)> = Vec::new();
-            // Rows ascend within a partition: the first repeat found has
-            // this partition's smallest `later`.
-            entries.iter().find_map(|&(hash, row)| {
-                let row = row as usize;
-                let earlier = *seen.entry(hash).or_insert(row);
-                if earlier == row {
-                    return None;
-                }
-                if text(earlier) == text(row) {
-                    return Some((earlier, row));
-                }
-                let repeat = collided
-                    .iter()
-                    .find(|&&(other, at)| other == hash && text(at) == text(row));
-                if let Some(&(_, at)) = repeat {
-                    return Some((at, row));
-                }
-                collided.push((hash, row));
-                None
-            })
-        })
-        .min_by_key(|&(_, later)| later)
-}
 
 /// Key → rank among the distinct keys, in code point order.
 pub struct KeyRanks<'a> {
@@ -358,40 +274,6 @@ mod tests {
     fn hashed(texts: &[&'static str]) -> Vec<Hashed<'static>> {
         let state = text_hasher();
         texts.iter().map(|t| Hashed::new(&state, t)).collect()
-    }
-
-    #[test]
-    fn the_first_repeat_is_found_with_and_without_partitions() {
-        for size in [10, PARTITION_FROM + 10] {
-            let owned: Vec<String> = (0..size).map(|n| format!("id-{n}")).collect();
-            let state = text_hasher();
-            let mut ids: Vec<Hashed<'_>> = owned.iter().map(|id| Hashed::new(&state, id)).collect();
-            assert_eq!(first_duplicate(&ids), None);
-            // Three repeats: the one whose second occurrence comes first is reported.
-            let repeat = |n: usize| Hashed::new(&state, owned[n].as_str());
-            ids[size - 1] = repeat(2);
-            ids[size - 3] = repeat(5);
-            ids[size - 2] = repeat(1);
-            assert_eq!(first_duplicate(&ids), Some((5, size - 3)));
-        }
-    }
-
-    #[test]
-    fn equal_hashes_are_not_duplicates_unless_the_ids_are_equal() {
-        let ids = [
-            Hashed { hash: 1, text: "a" },
-            Hashed { hash: 1, text: "b" },
-            Hashed { hash: 1, text: "a" },
-        ];
-        assert_eq!(first_duplicate(&ids), Some((0, 2)));
-        assert_eq!(first_duplicate(&ids[..2]), None);
-        let colliding = [
-            Hashed { hash: 1, text: "a" },
-            Hashed { hash: 1, text: "b" },
-            Hashed { hash: 1, text: "c" },
-            Hashed { hash: 1, text: "b" },
-        ];
-        assert_eq!(first_duplicate(&colliding), Some((1, 3)));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! less its scope exclusions. Contexts run in chunks on a work-stealing pool
 //! (rayon); each worker reuses its buffers from context to context.
 
+pub mod ids;
 pub mod intern;
 
 use std::cmp::Ordering;
@@ -23,7 +24,8 @@ use crate::resolve::order::{scope_ranks, sort_by_text};
 use crate::resolve::{
     decide_into, CandidateSet, Candidates, Context, Facts, ScopeRef, Scratch, Slot, Tombstone,
 };
-use intern::{first_duplicate, Interned, KeyRanks, ScopeIndex, ScopeKey, NO_ROW};
+use ids::{index_ids, IdIndex};
+use intern::{Interned, KeyRanks, ScopeIndex, ScopeKey, NO_ROW};
 
 /// A store of records: one column per field, ids hashed once, keys and
 /// scopes interned.
@@ -33,7 +35,9 @@ pub struct Store<'a> {
     pub(crate) slots: Vec<Slot>,
     pub(crate) scope_numbers: Vec<u32>,
     pub(crate) key_ranks: Vec<u32>,
-    pub(crate) supersedes: Vec<Option<Hashed<'a>>>,
+    /// The row each record's `supersedes` names ([`NO_ROW`]: none, or an
+    /// id no record has); empty when no record names one.
+    pub(crate) targets: Vec<u32>,
     pub(crate) statuses: Vec<Status>,
     pub(crate) authorities: Vec<Authority>,
     pub(crate) versions: Vec<i64>,
@@ -93,9 +97,11 @@ impl<'a> Store<'a> {
         let state = text_hasher();
         let hashed = |text: &'a str| Hashed::new(&state, text);
         let ids: Vec<Hashed<'a>> = rows.iter().map(|r| hashed(r.id)).collect();
-        if let Some((earlier, later)) = first_duplicate(&ids) {
-            return Err(DuplicateId { earlier, later });
-        }
+        let named: Vec<_> = rows.iter().map(|r| r.supersedes.map(hashed)).collect();
+        let targets = match index_ids(&ids, &named) {
+            IdIndex::Duplicate(earlier, later) => return Err(DuplicateId { earlier, later }),
+            IdIndex::Unique(targets) => targets,
+        };
         let (keys, key_ranks) = KeyRanks::build(rows.iter().map(|r| Some(hashed(r.key))).collect());
         // Each id column holds a row's id (or owner) only where its kind has
         // one, as Arrow input does.
@@ -130,7 +136,7 @@ impl<'a> Store<'a> {
             slots: rows.iter().map(|r| r.scope.slot()).collect(),
             scope_numbers,
             key_ranks,
-            supersedes: rows.iter().map(|r| r.supersedes.map(hashed)).collect(),
+            targets,
             statuses: rows.iter().map(|r| r.status).collect(),
             authorities: rows.iter().map(|r| r.authority).collect(),
             versions: rows.iter().map(|r| r.version).collect(),
@@ -236,9 +242,9 @@ impl ContextRows<'_, '_> {
     }
 }
 
-impl<'a> Candidates for ContextRows<'_, 'a> {
-    /// A record's id, hashed once.
-    type Id = Hashed<'a>;
+impl Candidates for ContextRows<'_, '_> {
+    /// A record's id, as its store row (ids are unique).
+    type Id = u32;
     /// A key's rank.
     type Key = u32;
 
@@ -257,12 +263,16 @@ impl<'a> Candidates for ContextRows<'_, 'a> {
         self.store.facts(self.row(index)?)
     }
 
-    fn id(&self, index: usize) -> Option<Hashed<'a>> {
-        self.store.ids.get(self.row(index)?).copied()
+    fn id(&self, index: usize) -> Option<u32> {
+        self.rows.get(index).copied()
     }
 
-    fn supersedes(&self, index: usize) -> Option<Hashed<'a>> {
-        *self.store.supersedes.get(self.row(index)?)?
+    fn supersedes(&self, index: usize) -> Option<u32> {
+        self.store
+            .targets
+            .get(self.row(index)?)
+            .copied()
+            .filter(|&row| row != NO_ROW)
     }
 
     fn key(&self, index: usize) -> Option<u32> {
@@ -318,20 +328,20 @@ impl DecisionChunk {
 
 /// What one worker reuses from context to context.
 #[derive(Default)]
-struct Worker<'a> {
+struct Worker {
     rows: Vec<u32>,
     outcomes: Vec<Option<Reason>>,
-    scratch: Scratch<Hashed<'a>, u32>,
+    scratch: Scratch<u32, u32>,
     active: Vec<(u64, u32)>,
     excluded: Vec<(u32, Reason)>,
 }
 
-fn resolve_one<'a>(
-    store: &Store<'a>,
+fn resolve_one(
+    store: &Store<'_>,
     context: &Context<'_>,
     tombstones: &StoreTombstones,
     include_excluded: bool,
-    worker: &mut Worker<'a>,
+    worker: &mut Worker,
     out: &mut DecisionChunk,
 ) -> Result<(), Broken> {
     const OUTSIDE: Broken = Broken("a decided row is outside the store");
@@ -406,13 +416,13 @@ fn resolve_one<'a>(
 ///
 /// # Errors
 /// [`Broken`] when the pipeline finds an invariant broken (a bug).
-pub fn resolve_contexts<'a>(
-    store: &Store<'a>,
+pub fn resolve_contexts(
+    store: &Store<'_>,
     contexts: &[Context<'_>],
     tombstones: &StoreTombstones,
     include_excluded: bool,
 ) -> Result<Vec<DecisionChunk>, Broken> {
-    let run = |(chunk, first): (&[Context<'_>], usize), worker: &mut Worker<'a>| {
+    let run = |(chunk, first): (&[Context<'_>], usize), worker: &mut Worker| {
         let mut out = DecisionChunk {
             contexts: first..first + chunk.len(),
             ends: Vec::with_capacity(chunk.len()),

@@ -38,7 +38,7 @@ fn ok<T>(result: Result<T, Broken>) -> T {
 fn store_of(set: &CandidateSet<'static>) -> Store<'static> {
     match Store::from_candidates(set) {
         Ok(store) => store,
-        Err(duplicate) => panic!("unexpected {duplicate:?}"),
+        Err(refused) => panic!("unexpected {refused:?}"),
     }
 }
 

@@ -59,13 +59,17 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tails_equal = a_words.remainder() == b_words.remainder();
+    // The tails have equal lengths, so zero padding keeps them apart.
+    let tails_equal = word(a_words.remainder()) == word(b_words.remainder());
     tails_equal && a_words.zip(b_words).all(|(x, y)| word(x) == word(y))
 }
 
+/// Up to eight bytes as one word, zero padded.
 fn word(bytes: &[u8]) -> u64 {
     let mut buffer = [0_u8; 8];
-    buffer.copy_from_slice(bytes);
+    if let Some(start) = buffer.get_mut(..bytes.len()) {
+        start.copy_from_slice(bytes);
+    }
     u64::from_ne_bytes(buffer)
 }
 
