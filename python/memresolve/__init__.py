@@ -29,6 +29,7 @@ from memresolve._arrow import (
 )
 from memresolve._backend import backend_name
 from memresolve._dataset import DatasetSummary, resolve_dataset
+from memresolve._explain import Explanation
 from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
 from memresolve._jsonl import (
     read_contexts,
@@ -49,6 +50,7 @@ from memresolve._scopes import (
     scope_from_id,
     scope_id,
 )
+from memresolve._store import ErasedUser, MemoryStore
 from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason, ScopeKind, Status
 from memresolve._version import __version__
 from memresolve.errors import (
@@ -68,13 +70,16 @@ __all__ = [
     "CharacterScope",
     "ConversationScope",
     "DatasetSummary",
+    "ErasedUser",
     "ErrorKind",
     "Exclusion",
+    "Explanation",
     "ForgetTombstone",
     "InternalError",
     "InvalidInputError",
     "MemoryLimitError",
     "MemoryRecord",
+    "MemoryStore",
     "MemresolveError",
     "PromptMemory",
     "Reason",

@@ -30,13 +30,7 @@ def resolve_with(
     tombstones: Iterable[ForgetTombstone] | None,
 ) -> Resolution:
     """``memresolve.resolve`` run by the kernel function ``resolve_rows``."""
-    if isinstance(records, str | bytes) or not isinstance(records, Iterable):
-        raise InvalidInputError(
-            f"records: expected an iterable of MemoryRecord, got {type(records).__name__}",
-            kind=ErrorKind.WRONG_TYPE,
-            field="records",
-        )
-    rows = tuple(records)  # each kernel checks that these are records with unique ids
+    rows = record_rows(records)  # each kernel checks that these are records with unique ids
     if not isinstance(context, RetrievalContext):
         raise InvalidInputError(
             f"context: expected a RetrievalContext, got {type(context).__name__}",
@@ -49,6 +43,17 @@ def resolve_with(
     ):
         raise InternalError("the backend did not account for every candidate exactly once")
     return Resolution.from_raw(rows, raw)
+
+
+def record_rows(records: Iterable[MemoryRecord]) -> tuple[MemoryRecord, ...]:
+    """The candidates of a call as a tuple (typed as given: not yet checked to be records)."""
+    if isinstance(records, str | bytes) or not isinstance(records, Iterable):
+        raise InvalidInputError(
+            f"records: expected an iterable of MemoryRecord, got {type(records).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="records",
+        )
+    return tuple(records)
 
 
 def checked_tombstones(

@@ -1,0 +1,81 @@
+"""Per-turn cost as a chat backend pays it, against the plain Python port of the tutorial.
+
+Run: ``make bench`` (``pytest benches --benchmark-only``), group ``turn-<size>``. Each
+turn starts from the candidates a vector search returned (``memresolve.testing.workload``:
+seven scopes, four of them the context's) and ends with the winners:
+
+* ``tutorial``: build the port's dataclasses from flat storage rows, then ``resolve_memory``
+  (``memresolve.testing.tutorial``);
+* ``build+resolve``: build ``MemoryRecord`` objects from the rows, then ``mr.resolve``;
+* ``resolve``: ``mr.resolve`` on records built once, before the turn;
+* ``store``/``store-file``: ``MemoryStore.resolve`` on a store holding the same records
+  (in memory, and in a SQLite file), which reads only the context's scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import memresolve as mr
+from memresolve.testing.tutorial import Context, Tombstone, memory_from_row, resolve_memory
+from memresolve.testing.workload import CONTEXT, build, record_arguments
+
+SIZES = [20, 200, 2_000]
+WAYS = ["tutorial", "build+resolve", "resolve", "store", "store-file"]
+
+
+def _store(
+    records: list[mr.MemoryRecord], tombstones: list[mr.ForgetTombstone], path: Path | None
+) -> mr.MemoryStore:
+    store = mr.MemoryStore(path)
+    store.add(records)
+    for t in tombstones:
+        store.forget(
+            t.key,
+            t.scope,
+            forgotten_at=t.forgotten_at,
+            blocks_sources_before=t.blocks_sources_before,
+        )
+    return store
+
+
+def _turn(way: str, size: int, directory: Path) -> Callable[[], Any]:
+    arguments, tombstones = record_arguments(size, seed=size)
+    records = build(arguments)
+    if way == "tutorial":
+        context = Context(
+            CONTEXT.now,
+            CONTEXT.user_id,
+            CONTEXT.character_id,
+            CONTEXT.conversation_id,
+            CONTEXT.scene_id,
+        )
+        forgets = [
+            Tombstone(t.key, mr.scope_id(t.scope), t.forgotten_at, t.blocks_sources_before)
+            for t in tombstones
+        ]
+        rows = [record.to_dict() for record in records]  # as the backend's storage holds them
+        return lambda: resolve_memory([memory_from_row(row) for row in rows], context, forgets)
+    if way == "build+resolve":
+        return lambda: mr.resolve(build(arguments), CONTEXT, tombstones=tombstones)
+    if way == "resolve":
+        return lambda: mr.resolve(records, CONTEXT, tombstones=tombstones)
+    store = _store(records, tombstones, directory / "m.db" if way == "store-file" else None)
+    expected = mr.resolve(records, CONTEXT, tombstones=tombstones)
+    got = store.resolve(CONTEXT)
+    assert [r.id for r in got.active] == [r.id for r in expected.active]
+    return lambda: store.resolve(CONTEXT)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("way", WAYS)
+def test_turn(benchmark: BenchmarkFixture, tmp_path: Path, way: str, size: int) -> None:
+    benchmark.group = f"turn-{size}"
+    turn = _turn(way, size, tmp_path)
+    result = benchmark(turn)
+    assert len(result.active) > 0

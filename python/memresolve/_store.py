@@ -1,0 +1,537 @@
+"""``MemoryStore``: memories kept between turns, in SQLite, resolved per turn.
+
+The file is the truth; the store keeps the records of the scopes it has resolved in
+memory, as built ``MemoryRecord`` objects, so a turn reads no rows and builds no
+objects for scopes it has seen. A turn reads the rows of at most six scopes (those of
+its context, ``docs/spec.md`` §1.4): memory grows with the users served, not with the
+file. Every write is one SQLite transaction; the cache follows each write of this
+store, and is dropped whole when another connection has committed (SQLite's
+``data_version``).
+
+Forgetting erases: the transaction that stores a tombstone also overwrites the
+``value`` and ``source_message_ids`` of every record it blocks, with SQLite's
+``secure_delete`` on, and the write-ahead log is then checkpointed and truncated, so
+the file no longer holds the text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow as pa
+
+from memresolve import _store_schema as schema
+from memresolve._api import resolve, resolve_batch
+from memresolve._arrow import records_from_arrow, records_to_arrow, tombstones_to_arrow
+from memresolve._call import record_rows
+from memresolve._explain import Explanation, explain_in
+from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
+from memresolve._records import MemoryRecord, check_records, check_scope
+from memresolve._result import Resolution
+from memresolve._scopes import Scope, scope_id
+from memresolve._store_cache import ScopeRows, StoreCache
+from memresolve._types import Reason
+from memresolve._validate import Subject, text
+from memresolve.errors import ErrorKind, InvalidInputError, MemresolveError
+
+__all__ = ["ErasedUser", "MemoryStore"]
+
+#: Ids per ``IN (...)`` list: below SQLite's default limit of bound parameters.
+_CHUNK: Final = 500
+_ERASED_TEXT: Final = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedUser:
+    """What ``MemoryStore.erase_user`` deleted."""
+
+    records: int
+    tombstones: int
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def _create_private(path: Path) -> None:
+    """Creates ``path`` readable and writable by its owner only (SQLite gives its
+    journal and write-ahead log the same mode)."""
+    try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(descriptor)
+
+
+class MemoryStore:
+    """Memory records and forget tombstones kept in SQLite, resolved per turn.
+
+    ``MemoryStore()`` keeps them in memory for the life of the object;
+    ``MemoryStore(path)`` in a SQLite file (created with mode 0600, in write-ahead
+    log mode), which any number of stores, in this or other processes, may open.
+    Safe to use from many threads: a call sees the store before or after a write,
+    never half of it. Every write is atomic: bad input raises
+    ``InvalidInputError`` and writes nothing.
+
+    ``resolve(context)`` returns what ``memresolve.resolve`` returns over every record
+    and tombstone of the store, less the ``scope`` exclusions: the records of the
+    scopes the context cannot see are not candidates (as in the batch form,
+    ``docs/spec.md`` §4).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._path = None if path is None else Path(path)
+        self._lock = threading.RLock()
+        self._cache = StoreCache(self._load_scopes)
+        self._connection = self._open()
+        self._data_version = self._read_data_version()
+
+    # -- opening ---------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        target = ":memory:" if self._path is None else str(self._path)
+        if self._path is not None:
+            _create_private(self._path)
+        connection = sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        connection.row_factory = sqlite3.Row
+        try:
+            connection.execute("PRAGMA secure_delete = ON")
+            if self._path is not None:
+                connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            self._migrate(connection)
+        except sqlite3.DatabaseError as error:
+            connection.close()
+            raise InvalidInputError(
+                f"store: {target} is not a memresolve store ({error})",
+                kind=ErrorKind.MALFORMED,
+                field="path",
+                file=target,
+            ) from None
+        return connection
+
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version > schema.SCHEMA_VERSION:
+                raise MemresolveError(
+                    f"store: {self._path} has schema version {version}; this memresolve "
+                    f"reads versions up to {schema.SCHEMA_VERSION}: upgrade memresolve"
+                )
+            for step in schema.MIGRATIONS[version:]:
+                step(connection)
+            connection.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        """Closes the file (further calls raise ``sqlite3.ProgrammingError``)."""
+        with self._lock:
+            self._connection.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = "memory" if self._path is None else str(self._path)
+        return f"MemoryStore({where!r})"
+
+    # -- the cache ---------------------------------------------------------------
+
+    def _read_data_version(self) -> int:
+        value: int = self._connection.execute("PRAGMA data_version").fetchone()[0]
+        return value
+
+    def _follow_other_writers(self) -> None:
+        """Drops the cache when another connection has committed since the last call
+        (no other connection can open a store in memory)."""
+        if self._path is None:
+            return
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._cache.clear()
+            self._data_version = version
+
+    def _load_scopes(self, scope_ids: Sequence[str]) -> dict[str, ScopeRows]:
+        loaded = {sid: ScopeRows() for sid in scope_ids}
+        for chunk in _chunks(scope_ids):
+            marks = _marks(len(chunk))
+            for row in self._connection.execute(
+                f"SELECT * FROM records WHERE scope_id IN ({marks})",
+                chunk,
+            ):
+                loaded[row["scope_id"]].records.append(schema.record_from_row(row))
+            for row in self._connection.execute(
+                f"SELECT * FROM tombstones WHERE scope_id IN ({marks})",
+                chunk,
+            ):
+                loaded[row["scope_id"]].tombstones.append(schema.tombstone_from_row(row))
+        return loaded
+
+    @contextmanager
+    def _transaction(self, *, erases: bool = False) -> Iterator[sqlite3.Connection]:
+        """One write: committed whole, or rolled back whole (the cache too). A write
+        that ``erases`` text then empties the write-ahead log."""
+        with self._lock:
+            self._follow_other_writers()
+            connection = self._connection
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                self._cache.clear()
+                raise
+            if erases:
+                self._truncate_log()
+            self._data_version = self._read_data_version()
+
+    def _truncate_log(self) -> None:
+        """After a commit: moves committed pages into the file and empties the
+        write-ahead log, so erased text survives in neither."""
+        if self._path is not None:
+            self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- writes ----------------------------------------------------------------
+
+    def add(self, records: Iterable[MemoryRecord]) -> int:
+        """Adds ``records`` in one transaction; returns how many were new.
+
+        A record whose id the store holds with the same content (as first added) is
+        a retry, and changes nothing: not even the text a forget erased since, nor
+        a status rewritten since. A record blocked by a tombstone the store holds is
+        stored with its text erased.
+
+        Raises:
+            InvalidInputError: an item is not a ``MemoryRecord``; two share an id;
+                or the store holds an id with other content (``duplicate-id``,
+                naming the id and the row). Nothing is written.
+        """
+        checked = check_records(record_rows(records))
+        rows = [schema.record_row(record) for record in checked]
+        with self._transaction() as connection:
+            known = self._known_hashes(connection, [row["id"] for row in rows])
+            new: list[tuple[int, dict[str, Any]]] = []
+            for index, row in enumerate(rows):
+                stored = known.get(row["id"])
+                if stored is None:
+                    new.append((index, row))
+                elif stored != row["content_hash"]:
+                    raise InvalidInputError(
+                        f"record {row['id']!r}: field 'id' is already in the store with "
+                        "other content",
+                        kind=ErrorKind.DUPLICATE_ID,
+                        record_id=row["id"],
+                        field="id",
+                        row=index,
+                    )
+            bounds = self._forget_bounds(connection, [row for _, row in new])
+            stored_records: list[MemoryRecord] = []
+            for index, row in new:
+                record = checked[index]
+                bound = bounds.get((row["scope_id"], row["key"]))
+                if bound is not None and _evidence(row) <= bound:
+                    row.update(value=_ERASED_TEXT, source_message_ids="[]", erased=1)
+                    record = _erased(record)
+                stored_records.append(record)
+            columns = schema.RECORD_COLUMNS
+            connection.executemany(
+                f"INSERT INTO records ({','.join(columns)}) VALUES ({_marks(len(columns))})",
+                [tuple(row[name] for name in columns) for _, row in new],
+            )
+            # In the transaction: a failed commit drops the cache whole.
+            for record in stored_records:
+                self._cache.append(scope_id(record.scope), record)
+        return len(new)
+
+    def add_arrow(self, table: object) -> int:
+        """``add`` of the records of an Arrow table (the columns of ``records_to_arrow``)."""
+        return self.add(records_from_arrow(table))
+
+    def forget(
+        self,
+        key: str,
+        scope: Scope,
+        *,
+        forgotten_at: datetime,
+        blocks_sources_before: datetime | None = None,
+    ) -> tuple[str, ...]:
+        """Stores the tombstone and erases the text of every record it blocks.
+
+        ``blocks_sources_before`` defaults to ``forgotten_at`` (``docs/spec.md`` §1.5).
+        Returns the ids of the records whose text was erased now, sorted.
+        """
+        tombstone = ForgetTombstone(
+            key=key,
+            scope=scope,
+            forgotten_at=forgotten_at,
+            blocks_sources_before=blocks_sources_before,  # type: ignore[arg-type]
+        )
+        return self._forget([tombstone])
+
+    def forget_everywhere(
+        self, key: str, context: RetrievalContext, *, at: datetime
+    ) -> tuple[str, ...]:
+        """``forget`` of ``key`` in every scope ``context`` sees (``memresolve.forget_everywhere``),
+        in one transaction. Returns the ids erased, sorted."""
+        return self._forget(forget_everywhere(key, context, at=at))
+
+    def _forget(self, tombstones: Sequence[ForgetTombstone]) -> tuple[str, ...]:
+        rows = [schema.tombstone_row(tombstone) for tombstone in tombstones]
+        erased: list[str] = []
+        with self._transaction(erases=True) as connection:
+            columns = schema.TOMBSTONE_COLUMNS
+            connection.executemany(
+                f"INSERT OR IGNORE INTO tombstones ({','.join(columns)}) "
+                f"VALUES ({_marks(len(columns))})",
+                [tuple(row[name] for name in columns) for row in rows],
+            )
+            for row in rows:
+                erased.extend(
+                    found["id"]
+                    for found in connection.execute(
+                        "UPDATE records SET value = ?, source_message_ids = '[]', erased = 1 "
+                        "WHERE scope_id = ? AND key = ? AND erased = 0 "
+                        "AND coalesce(observed_at, valid_from) <= ? RETURNING id",
+                        (_ERASED_TEXT, row["scope_id"], row["key"], row["blocks_sources_before"]),
+                    )
+                )
+                # Reloaded on next use, with the tombstone and the erased text.
+                self._cache.drop(row["scope_id"])
+        return tuple(sorted(erased))
+
+    def erase_user(self, user_id: str) -> ErasedUser:
+        """Deletes every record and tombstone of ``user_id``: its user and character
+        scopes, and the conversations and scenes it owns (``docs/spec.md`` §1.1).
+        Unowned conversation and scene scopes belong to no user and are kept."""
+        user = text(user_id, Subject("erase_user"), "user_id")
+        with self._transaction(erases=True) as connection:
+            records = connection.execute("DELETE FROM records WHERE user_id = ?", (user,)).rowcount
+            tombstones = connection.execute(
+                "DELETE FROM tombstones WHERE user_id = ?", (user,)
+            ).rowcount
+            self._cache.clear()
+        return ErasedUser(records=records, tombstones=tombstones)
+
+    # -- reads -----------------------------------------------------------------
+
+    def resolve(self, context: RetrievalContext) -> Resolution:
+        """``memresolve.resolve`` over the store's records and tombstones in the
+        scopes ``context`` sees (every other record would be a ``scope`` exclusion)."""
+        _check_context(context, "resolve")
+        with self._lock:
+            self._follow_other_writers()
+            records, tombstones = self._cache.candidates(context)
+        return resolve(records, context, tombstones=tombstones)
+
+    def explain(self, record_id: str, context: RetrievalContext) -> Explanation:
+        """Why record ``record_id`` has its outcome in ``context``: the stage, and the
+        records or tombstones that decided it.
+
+        Raises:
+            InvalidInputError: the store holds no record ``record_id``
+                (``unknown-value``), or ``context`` is not a ``RetrievalContext``.
+        """
+        wanted = text(record_id, Subject("explain"), "record_id")
+        _check_context(context, "explain")
+        with self._lock:
+            self._follow_other_writers()
+            candidates, tombstones = self._cache.candidates(context)
+            record = next((r for r in candidates if r.id == wanted), None) or self.get(wanted)
+        if record is None:
+            Subject("explain").fail(
+                "record_id", ErrorKind.UNKNOWN_VALUE, f"names no record of the store: {wanted!r}"
+            )
+        if all(candidate.id != wanted for candidate in candidates):
+            # Outside every scope the context sees: decided at stage 1.
+            candidates = (*candidates, record)
+        return explain_in(record, candidates, context, tombstones)
+
+    def history(
+        self, key: str, scope: Scope, context: RetrievalContext
+    ) -> tuple[tuple[MemoryRecord, Reason | None], ...]:
+        """Every record of ``key`` in ``scope``, oldest version first (then by
+        ``valid_from`` and id), each with its outcome in ``context`` (``None``: the
+        winner; ``scope`` for all of them when the context does not see ``scope``)."""
+        subject = Subject("history")
+        wanted_key = text(key, subject, "key")
+        wanted_scope = scope_id(check_scope(scope, subject, "scope"))
+        _check_context(context, "history")
+        resolution = self.resolve(context)
+        with self._lock:
+            rows = self._connection.execute(
+                "SELECT * FROM records WHERE scope_id = ? AND key = ? "
+                "ORDER BY version, valid_from, id",
+                (wanted_scope, wanted_key),
+            ).fetchall()
+        versions = [schema.record_from_row(row) for row in rows]
+        return tuple((record, _outcome(resolution, record.id)) for record in versions)
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        """The record with ``record_id`` (its text erased if a tombstone blocks it), or None."""
+        wanted = text(record_id, Subject("get"), "record_id")
+        with self._lock:
+            row = self._connection.execute(
+                "SELECT * FROM records WHERE id = ?", (wanted,)
+            ).fetchone()
+        return None if row is None else schema.record_from_row(row)
+
+    def __len__(self) -> int:
+        with self._lock:
+            count: int = self._connection.execute("SELECT count(*) FROM records").fetchone()[0]
+        return count
+
+    def records(self) -> Iterator[MemoryRecord]:
+        """Every record, by id (read in one snapshot)."""
+        with self._lock:
+            rows = self._connection.execute("SELECT * FROM records ORDER BY id").fetchall()
+        return (schema.record_from_row(row) for row in rows)
+
+    def tombstones(self) -> tuple[ForgetTombstone, ...]:
+        """Every tombstone."""
+        with self._lock:
+            rows = self._connection.execute(
+                "SELECT * FROM tombstones ORDER BY scope_id, key, forgotten_at"
+            ).fetchall()
+        return tuple(schema.tombstone_from_row(row) for row in rows)
+
+    def to_arrow(self) -> pa.Table:
+        """Every record as an Arrow table (the columns of ``records_to_arrow``)."""
+        return records_to_arrow(self.records())
+
+    def resolve_batch(
+        self, contexts: object, *, include_excluded: bool = False, with_values: bool = False
+    ) -> pa.Table:
+        """``memresolve.resolve_batch`` of ``contexts`` over the whole store."""
+        with self._lock:
+            records = self.to_arrow()
+            tombstones = tombstones_to_arrow(self.tombstones())
+        return resolve_batch(
+            records,
+            contexts,
+            tombstones=tombstones,
+            include_excluded=include_excluded,
+            with_values=with_values,
+        )
+
+    # -- asyncio ----------------------------------------------------------------
+    # Each runs its synchronous twin on a worker thread: SQLite and the resolver
+    # never block the event loop.
+
+    async def aresolve(self, context: RetrievalContext) -> Resolution:
+        return await asyncio.to_thread(self.resolve, context)
+
+    async def aadd(self, records: Iterable[MemoryRecord]) -> int:
+        return await asyncio.to_thread(self.add, records)
+
+    async def aadd_arrow(self, table: object) -> int:
+        return await asyncio.to_thread(self.add_arrow, table)
+
+    async def aforget(
+        self,
+        key: str,
+        scope: Scope,
+        *,
+        forgotten_at: datetime,
+        blocks_sources_before: datetime | None = None,
+    ) -> tuple[str, ...]:
+        return await asyncio.to_thread(
+            self.forget,
+            key,
+            scope,
+            forgotten_at=forgotten_at,
+            blocks_sources_before=blocks_sources_before,
+        )
+
+    async def aforget_everywhere(
+        self, key: str, context: RetrievalContext, *, at: datetime
+    ) -> tuple[str, ...]:
+        return await asyncio.to_thread(self.forget_everywhere, key, context, at=at)
+
+    async def aerase_user(self, user_id: str) -> ErasedUser:
+        return await asyncio.to_thread(self.erase_user, user_id)
+
+    async def aget(self, record_id: str) -> MemoryRecord | None:
+        return await asyncio.to_thread(self.get, record_id)
+
+    # -- helpers ----------------------------------------------------------------
+
+    @staticmethod
+    def _known_hashes(connection: sqlite3.Connection, ids: Sequence[str]) -> dict[str, bytes]:
+        known: dict[str, bytes] = {}
+        for chunk in _chunks(ids):
+            for row in connection.execute(
+                f"SELECT id, content_hash FROM records WHERE id IN ({_marks(len(chunk))})",
+                chunk,
+            ):
+                known[row["id"]] = row["content_hash"]
+        return known
+
+    @staticmethod
+    def _forget_bounds(
+        connection: sqlite3.Connection, rows: Sequence[dict[str, Any]]
+    ) -> dict[tuple[str, str], int]:
+        """The latest tombstone bound of each (scope id, key) among ``rows``."""
+        bounds: dict[tuple[str, str], int] = {}
+        scope_ids = list(dict.fromkeys(row["scope_id"] for row in rows))
+        for chunk in _chunks(scope_ids):
+            for found in connection.execute(
+                "SELECT scope_id, key, max(blocks_sources_before) AS bound FROM tombstones "
+                f"WHERE scope_id IN ({_marks(len(chunk))}) GROUP BY scope_id, key",
+                chunk,
+            ):
+                bounds[(found["scope_id"], found["key"])] = found["bound"]
+        return bounds
+
+
+def _outcome(resolution: Resolution, record_id: str) -> Reason | None:
+    """A record's outcome in a store resolution, which holds only the in-scope ones."""
+    try:
+        return resolution.reason_for(record_id)
+    except KeyError:
+        return Reason.SCOPE
+
+
+def _check_context(context: object, call: str) -> None:
+    if not isinstance(context, RetrievalContext):
+        Subject(call).fail(
+            "context",
+            ErrorKind.WRONG_TYPE,
+            f"must be a RetrievalContext, got {type(context).__name__}",
+        )
+
+
+def _evidence(row: dict[str, Any]) -> int:
+    """The evidence time of a record row (``docs/spec.md`` §2.3)."""
+    observed: int | None = row["observed_at"]
+    return row["valid_from"] if observed is None else observed
+
+
+def _erased(record: MemoryRecord) -> MemoryRecord:
+    """``record`` with its private text erased."""
+    fields = record.to_dict()
+    fields.update(value=_ERASED_TEXT, source_message_ids=[])
+    return type(record).from_dict(fields)

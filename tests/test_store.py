@@ -1,0 +1,570 @@
+"""``MemoryStore`` against the reference: a stateful differential test, and what a store
+promises beyond resolution (retries, erasure, atomic writes, files, threads, crashes)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+import memresolve as mr
+from conftest import PROFILE
+from memresolve import reference
+from memresolve._scopes import scope_id, scope_owner
+from memresolve.testing.strategies import (
+    BASE_NOW,
+    Universe,
+    contexts,
+    instants,
+    memory_records,
+    tombstones,
+    universes,
+)
+
+DAY = timedelta(days=1)
+
+
+def _t(day: int) -> datetime:
+    return datetime(2026, 7, day, tzinfo=UTC)
+
+
+def _record(record_id: str, value: str = "v", **fields: Any) -> mr.MemoryRecord:
+    given: dict[str, Any] = {
+        "key": "pet.name",
+        "scope": mr.UserScope("u1"),
+        "authority": "model-inferred",
+        "confidence": 0.5,
+        "valid_from": _t(1),
+    }
+    given.update(fields)
+    return mr.MemoryRecord(id=record_id, value=value, **given)
+
+
+CONTEXT = mr.RetrievalContext(now=_t(30), user_id="u1", character_id="c1", conversation_id="k1")
+
+
+def _evidence(record: mr.MemoryRecord) -> datetime:
+    return record.valid_from if record.observed_at is None else record.observed_at
+
+
+def _user_of(scope: mr.Scope) -> str | None:
+    if isinstance(scope, mr.UserScope | mr.CharacterScope):
+        return scope.user_id
+    return scope_owner(scope)
+
+
+def _erased(record: mr.MemoryRecord) -> mr.MemoryRecord:
+    row = record.to_dict()
+    row.update(value="", source_message_ids=[])
+    return mr.MemoryRecord.from_dict(row)
+
+
+def _decisions(resolution: mr.Resolution) -> tuple[object, ...]:
+    """Everything a resolution says but its scope exclusions."""
+    trace = resolution.trace
+    return (
+        [record.to_dict() for record in resolution.active],
+        [(e.id, e.reason) for e in resolution.excluded if e.reason is not mr.Reason.SCOPE],
+        trace.memory_candidates - trace.excluded_scope,
+        trace.memory_active,
+        trace.excluded_expired,
+        trace.excluded_forgotten,
+        trace.excluded_superseded,
+        trace.excluded_precedence,
+    )
+
+
+class StoreAgainstReference(RuleBasedStateMachine):
+    """Adds, retries, forgets, erasures and reopenings; after each step every context
+    resolves through the store as the reference resolves the records the model holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory = tempfile.TemporaryDirectory()
+        self.path = Path(self.directory.name) / "memories.db"
+        self.store = mr.MemoryStore(self.path)
+        self.first_added: dict[str, mr.MemoryRecord] = {}
+        self.held: dict[str, mr.MemoryRecord] = {}
+        self.forgets: list[mr.ForgetTombstone] = []
+        self.erased_ids: set[str] = set()
+        self.universe: Universe | None = None
+
+    @initialize(universe=universes(max_users=2))
+    def choose_universe(self, universe: Universe) -> None:
+        self.universe = universe
+
+    def _blocked(self, record: mr.MemoryRecord) -> bool:
+        return any(
+            t.key == record.key
+            and scope_id(t.scope) == scope_id(record.scope)
+            and _evidence(record) <= t.blocks_sources_before
+            for t in self.forgets
+        )
+
+    @rule(data=st.data())
+    def add(self, data: st.DataObject) -> None:
+        assert self.universe is not None
+        fresh = data.draw(
+            st.lists(memory_records(self.universe), max_size=4, unique_by=lambda r: r.id)
+        )
+        retried = data.draw(
+            st.lists(st.sampled_from(sorted(self.first_added)), max_size=2, unique=True)
+            if self.first_added
+            else st.just([])
+        )
+        batch = [r for r in fresh if r.id not in retried] + [self.first_added[i] for i in retried]
+        conflict = any(r.id in self.first_added and self.first_added[r.id] != r for r in batch)
+        before = len(self.store)
+        if conflict:
+            with pytest.raises(mr.InvalidInputError) as raised:
+                self.store.add(batch)
+            assert raised.value.kind is mr.ErrorKind.DUPLICATE_ID
+            assert len(self.store) == before, "a refused add writes nothing"
+            return
+        added = self.store.add(batch)
+        new = [r for r in batch if r.id not in self.first_added]
+        assert added == len(new)
+        for record in new:
+            self.first_added[record.id] = record
+            self.held[record.id] = record
+            if self._blocked(record):
+                self.held[record.id] = _erased(record)
+                self.erased_ids.add(record.id)
+
+    @rule(data=st.data())
+    def forget(self, data: st.DataObject) -> None:
+        assert self.universe is not None
+        tombstone = data.draw(tombstones(self.universe))
+        erased = self.store.forget(
+            tombstone.key,
+            tombstone.scope,
+            forgotten_at=tombstone.forgotten_at,
+            blocks_sources_before=tombstone.blocks_sources_before,
+        )
+        self._expect_erasure([tombstone], erased)
+
+    @rule(data=st.data())
+    def forget_everywhere(self, data: st.DataObject) -> None:
+        assert self.universe is not None
+        context = data.draw(contexts(self.universe))
+        key = data.draw(st.sampled_from(self.universe.keys))
+        at = data.draw(instants(BASE_NOW))
+        erased = self.store.forget_everywhere(key, context, at=at)
+        self._expect_erasure(list(mr.forget_everywhere(key, context, at=at)), erased)
+
+    def _expect_erasure(self, new: list[mr.ForgetTombstone], erased: tuple[str, ...]) -> None:
+        self.forgets.extend(new)
+        expected = sorted(
+            i for i, r in self.held.items() if i not in self.erased_ids and self._blocked(r)
+        )
+        assert list(erased) == expected
+        for record_id in expected:
+            self.held[record_id] = _erased(self.held[record_id])
+            self.erased_ids.add(record_id)
+
+    @rule(data=st.data())
+    def erase_user(self, data: st.DataObject) -> None:
+        assert self.universe is not None
+        user = data.draw(st.sampled_from(self.universe.user_ids))
+        result = self.store.erase_user(user)
+        gone = [i for i, r in self.held.items() if _user_of(r.scope) == user]
+        removed = {_tombstone_key(t) for t in self.forgets if _user_of(t.scope) == user}
+        assert result == mr.ErasedUser(records=len(gone), tombstones=len(removed))
+        for record_id in gone:
+            del self.held[record_id]
+            del self.first_added[record_id]
+            self.erased_ids.discard(record_id)
+        self.forgets = [t for t in self.forgets if _user_of(t.scope) != user]
+
+    @rule()
+    def reopen(self) -> None:
+        self.store.close()
+        self.store = mr.MemoryStore(self.path)
+
+    @rule(data=st.data())
+    def resolve(self, data: st.DataObject) -> None:
+        assert self.universe is not None
+        context = data.draw(contexts(self.universe))
+        expected = reference.resolve(list(self.held.values()), context, tombstones=self.forgets)
+        got = self.store.resolve(context)
+        assert _decisions(got) == _decisions(expected)
+
+    @invariant()
+    def records_are_held_as_the_model_says(self) -> None:
+        assert len(self.store) == len(self.held)
+
+    def teardown(self) -> None:
+        self.store.close()
+        self.directory.cleanup()
+
+
+def _tombstone_key(t: mr.ForgetTombstone) -> tuple[object, ...]:
+    return (scope_id(t.scope), t.key, t.forgotten_at, t.blocks_sources_before)
+
+
+StoreAgainstReference.TestCase.settings = settings(
+    max_examples={"dev": 40, "ci": 100, "deep": 2_000}.get(PROFILE, 40),
+    stateful_step_count=20,
+    deadline=None,
+)
+TestStoreAgainstReference = StoreAgainstReference.TestCase
+
+
+# -- retries, conflicts, bad input ------------------------------------------------
+
+
+def test_a_retry_after_a_forget_restores_nothing(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    harbor = _record("m1", "Harbor")
+    assert store.add([harbor]) == 1
+    assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
+    assert store.add([harbor]) == 0
+    held = store.get("m1")
+    assert held is not None
+    assert held.value == ""
+    assert store.resolve(CONTEXT).reason_for("m1") is mr.Reason.FORGOTTEN
+
+
+def test_the_same_id_with_other_content_is_refused_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1", "Harbor")])
+    with pytest.raises(mr.InvalidInputError) as raised:
+        store.add([_record("m2"), _record("m1", "Marlowe")])
+    assert raised.value.where() == (mr.ErrorKind.DUPLICATE_ID, "id", 1, "m1")
+    assert "Marlowe" not in str(raised.value)
+    assert store.get("m2") is None
+    assert len(store) == 1
+
+
+def test_an_equal_record_in_another_time_zone_is_a_retry(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1")])
+    shifted = _record("m1", valid_from=_t(1).astimezone(timezone(timedelta(hours=5))))
+    assert store.add([shifted]) == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[object()], ["m1"], [None], 42],
+)
+def test_bad_input_to_add_writes_nothing(tmp_path: Path, bad: Any) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    with pytest.raises(mr.InvalidInputError):
+        store.add([_record("ok"), *bad] if isinstance(bad, list) else bad)
+    assert len(store) == 0
+
+
+def test_bad_arguments_are_input_errors() -> None:
+    store = mr.MemoryStore()
+    with pytest.raises(mr.InvalidInputError):
+        store.forget("", mr.UserScope("u1"), forgotten_at=_t(1))
+    with pytest.raises(mr.InvalidInputError):
+        store.forget("k", "user:u1", forgotten_at=_t(1))  # type: ignore[arg-type]
+    with pytest.raises(mr.InvalidInputError):
+        store.forget("k", mr.UserScope("u1"), forgotten_at=_t(1), blocks_sources_before=_t(2))
+    with pytest.raises(mr.InvalidInputError):
+        store.resolve("ctx")  # type: ignore[arg-type]
+    with pytest.raises(mr.InvalidInputError):
+        store.erase_user("")
+    with pytest.raises(mr.InvalidInputError):
+        store.get(None)  # type: ignore[arg-type]
+    assert store.tombstones() == ()
+
+
+def test_a_record_blocked_when_added_is_stored_without_its_text(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+    store.add(
+        [_record("old", "CANARY-OLD", valid_from=_t(2)), _record("new", "Max", valid_from=_t(6))]
+    )
+    old, new = store.get("old"), store.get("new")
+    assert old is not None
+    assert new is not None
+    assert (old.value, new.value) == ("", "Max")
+    assert b"CANARY-OLD" not in _file_bytes(tmp_path)
+
+
+# -- privacy ---------------------------------------------------------------------
+
+
+def _file_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in directory.iterdir() if p.is_file())
+
+
+def test_forgotten_text_leaves_the_file_and_its_log(tmp_path: Path) -> None:
+    canary = "CANARY-7f3a-private"
+    store = mr.MemoryStore(tmp_path / "m.db")
+    other = mr.MemoryStore(tmp_path / "m.db")  # holds the file open: the log is kept
+    store.add([_record("m1", canary, source_message_ids=["msg-CANARY-src"])])
+    store.add([_record(f"filler-{n}", "x" * 200, key=f"k{n}") for n in range(200)])
+    assert canary.encode() in _file_bytes(tmp_path)
+    erased = store.forget_everywhere("pet.name", CONTEXT, at=_t(20))
+    assert erased == ("m1",)
+    raw = _file_bytes(tmp_path)
+    assert canary.encode() not in raw
+    assert b"msg-CANARY-src" not in raw
+    assert canary not in repr(store) + repr(store.get("m1")) + repr(other.resolve(CONTEXT))
+    with pytest.raises(mr.InvalidInputError) as raised:
+        store.add([_record("m1", "different")])
+    assert canary not in str(raised.value)
+    other.close()
+    store.close()
+
+
+def test_erase_user_deletes_its_scopes_and_keeps_unowned_ones(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add(
+        [
+            _record("u", "CANARY-U"),
+            _record("c", "CANARY-C", scope=mr.CharacterScope("u1", "c1")),
+            _record("k", "CANARY-K", scope=mr.ConversationScope("k1", user_id="u1")),
+            _record("s", "CANARY-S", scope=mr.SceneScope("k1", "s1", user_id="u1")),
+            _record("shared", "kept", scope=mr.ConversationScope("k1")),
+            _record("other", "kept", scope=mr.UserScope("u2")),
+        ]
+    )
+    store.forget("pet.name", mr.CharacterScope("u1", "c9"), forgotten_at=_t(1))
+    assert store.erase_user("u1") == mr.ErasedUser(records=4, tombstones=1)
+    assert sorted(r.id for r in store.records()) == ["other", "shared"]
+    assert b"CANARY" not in _file_bytes(tmp_path)
+
+
+def test_a_store_file_is_private_to_its_owner(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1")])
+    for path in tmp_path.iterdir():
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
+# -- files, versions, other connections ------------------------------------------
+
+
+def test_records_survive_reopening_exactly(tmp_path: Path) -> None:
+    records = [
+        _record("m1", "Harbor 🐕 \x00 tail", observed_at=_t(2), source_message_ids=["a", "b"]),
+        _record("m2", "Marlowe", supersedes="m1", version=2, valid_until=_t(31), confidence=1.0),
+        _record("m3", "x", scope=mr.SceneScope("k1", "s1", user_id="u1"), status="forgotten"),
+    ]
+    with mr.MemoryStore(tmp_path / "m.db") as store:
+        store.add(records)
+    with mr.MemoryStore(tmp_path / "m.db") as store:
+        assert list(store.records()) == records
+        assert store.get("m1") == records[0]
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    mr.MemoryStore(tmp_path / "m.db").close()
+    connection = sqlite3.connect(tmp_path / "m.db")
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    connection.execute("PRAGMA user_version = 99")
+    connection.close()
+    with pytest.raises(mr.MemresolveError, match="schema version 99"):
+        mr.MemoryStore(tmp_path / "m.db")
+
+
+def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"just some text, not SQLite" * 100)
+    with pytest.raises(mr.InvalidInputError) as raised:
+        mr.MemoryStore(path)
+    assert raised.value.kind is mr.ErrorKind.MALFORMED
+
+
+def test_another_connection_sees_committed_writes_on_its_next_call(tmp_path: Path) -> None:
+    first = mr.MemoryStore(tmp_path / "m.db")
+    second = mr.MemoryStore(tmp_path / "m.db")
+    first.add([_record("m1", "Harbor")])
+    assert [r.id for r in second.resolve(CONTEXT).active] == ["m1"]
+    first.add([_record("m2", "Marlowe", supersedes="m1", valid_from=_t(2))])
+    assert [r.id for r in second.resolve(CONTEXT).active] == ["m2"]
+    first.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(3))
+    assert second.resolve(CONTEXT).active == ()
+
+
+def test_resolve_batch_and_arrow_cover_the_whole_store(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    records = [_record("m1", "Harbor"), _record("m2", "Marlowe", supersedes="m1")]
+    store.add(records)
+    store.forget("pet.name", mr.CharacterScope("u1", "c1"), forgotten_at=_t(3))
+    contexts_table = mr.contexts_to_arrow([("turn", CONTEXT)])
+    expected = mr.resolve_batch(
+        mr.records_to_arrow(records),
+        contexts_table,
+        tombstones=mr.tombstones_to_arrow(store.tombstones()),
+        with_values=True,
+    )
+    assert store.resolve_batch(contexts_table, with_values=True).equals(expected)
+    assert store.to_arrow().num_rows == 2
+
+
+def test_the_async_variants_answer_as_the_sync_ones() -> None:
+    async def turn() -> tuple[object, ...]:
+        store = mr.MemoryStore()
+        added = await store.aadd([_record("m1", "Harbor")])
+        added_arrow = await store.aadd_arrow(mr.records_to_arrow([_record("m2", "Max", key="k")]))
+        before = await store.aresolve(CONTEXT)
+        erased = await store.aforget("k", mr.UserScope("u1"), forgotten_at=_t(2))
+        everywhere = await store.aforget_everywhere("pet.name", CONTEXT, at=_t(2))
+        record = await store.aget("m1")
+        gone = await store.aerase_user("u1")
+        return added, added_arrow, len(before.active), erased, everywhere, record, gone
+
+    added, added_arrow, active, erased, everywhere, record, gone = asyncio.run(turn())
+    assert (added, added_arrow, active, erased, everywhere) == (1, 1, 2, ("m2",), ("m1",))
+    assert isinstance(record, mr.MemoryRecord)
+    # k in u1's scope, and pet.name in three of the four scopes the context sees
+    # (the unowned conversation belongs to no user).
+    assert gone == mr.ErasedUser(records=2, tombstones=4)
+
+
+# -- threads and crashes -----------------------------------------------------------
+
+
+def test_a_resolve_never_sees_half_a_write(tmp_path: Path) -> None:
+    """A writer adds pairs (a record and its correction) in one call each; readers
+    must see both of a pair or neither."""
+    store = mr.MemoryStore(tmp_path / "m.db")
+    stop = threading.Event()
+    seen: list[int] = []
+    failures: list[str] = []
+
+    def write() -> None:
+        for n in range(150):
+            first = _record(f"a{n}", key=f"k{n}")
+            store.add([first, first.corrected("new", at=_t(2), id=f"b{n}")])
+        stop.set()
+
+    def read() -> None:
+        while not stop.is_set():
+            trace = store.resolve(CONTEXT).trace
+            if trace.memory_candidates != 2 * trace.memory_active:
+                failures.append(repr(trace))
+            seen.append(trace.memory_active)
+
+    threads = [threading.Thread(target=write), *(threading.Thread(target=read) for _ in range(2))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    assert len(store.resolve(CONTEXT).active) == 150
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from datetime import datetime, timezone
+    import memresolve as mr
+    store = mr.MemoryStore(sys.argv[1])
+    t = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    for batch in range(100_000):
+        store.add([
+            mr.MemoryRecord(id=f"r{batch}-{n}", key=f"k{n}", value="v" * 300,
+                scope=mr.UserScope(f"u{batch}"), authority="model-inferred",
+                confidence=0.5, valid_from=t)
+            for n in range(200)
+        ])
+        print(batch, flush=True)
+    """
+)
+
+
+def test_a_process_killed_while_adding_loses_nothing_committed(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    committed = -1
+    deadline = time.monotonic() + 60
+    while committed < 5 and time.monotonic() < deadline:
+        committed = int(child.stdout.readline())
+    # Killed somewhere inside a later add.
+    time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    child.stdout.close()
+    assert committed >= 5
+    store = mr.MemoryStore(path)
+    count = len(store)
+    assert count % 200 == 0, "no half-written batch"
+    assert count >= (committed + 1) * 200
+    batches = {r.id.split("-")[0] for r in store.records()}
+    assert len(batches) == count // 200
+    assert store.add([_record("after")]) == 1
+
+
+# -- explain and history -----------------------------------------------------------
+
+
+def test_explain_names_what_decided_each_outcome() -> None:
+    store = mr.MemoryStore()
+    harbor = _record("m1", "Harbor")
+    marlowe = harbor.corrected("Marlowe", at=_t(2), id="m2")
+    store.add(
+        [
+            harbor,
+            marlowe,
+            _record("low", "x", key="city", authority="model-inferred", version=1),
+            _record("high", "y", key="city", authority="user-confirmed", version=1),
+            _record("later", "z", key="food", valid_from=_t(31)),
+            _record("other", "w", scope=mr.UserScope("u2")),
+            _record("secret", "CANARY", key="address"),
+        ]
+    )
+    store.forget("address", mr.UserScope("u1"), forgotten_at=_t(10))
+    explained = {
+        record_id: store.explain(record_id, CONTEXT)
+        for record_id in ("m1", "m2", "low", "high", "later", "other", "secret")
+    }
+    assert explained["m1"].outcome is mr.Reason.SUPERSEDED
+    assert explained["m1"].superseded_by == ("m2",)
+    assert explained["m2"].outcome is None
+    assert explained["low"].outcome is mr.Reason.LOWER_PRECEDENCE
+    assert explained["low"].won_by == "high"
+    assert explained["later"].outcome is mr.Reason.STATUS_OR_TIME
+    assert "not valid before" in explained["later"].detail
+    assert explained["other"].outcome is mr.Reason.SCOPE
+    assert explained["secret"].outcome is mr.Reason.FORGOTTEN
+    assert [t.key for t in explained["secret"].forgotten_by] == ["address"]
+    assert all("CANARY" not in repr(e) for e in explained.values())
+    for record_id, explanation in explained.items():
+        if record_id != "other":
+            assert store.resolve(CONTEXT).reason_for(record_id) is explanation.outcome
+    with pytest.raises(mr.InvalidInputError) as raised:
+        store.explain("nobody", CONTEXT)
+    assert raised.value.kind is mr.ErrorKind.UNKNOWN_VALUE
+
+
+def test_history_lists_every_version_with_its_outcome() -> None:
+    store = mr.MemoryStore()
+    first = _record("m1", "Harbor")
+    second = first.corrected("Marlowe", at=_t(2), id="m2")
+    third = second.corrected("Max", at=_t(3), id="m3")
+    store.add([third, first, second, _record("m9", key="city")])
+    history = store.history("pet.name", mr.UserScope("u1"), CONTEXT)
+    assert [(r.id, outcome) for r, outcome in history] == [
+        ("m1", mr.Reason.SUPERSEDED),
+        ("m2", mr.Reason.SUPERSEDED),
+        ("m3", None),
+    ]
+    elsewhere = mr.RetrievalContext(now=_t(30), user_id="u2", character_id="c", conversation_id="k")
+    assert {outcome for _, outcome in store.history("pet.name", mr.UserScope("u1"), elsewhere)} == {
+        mr.Reason.SCOPE
+    }
