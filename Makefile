@@ -22,6 +22,7 @@ STORY := python/memresolve/_data/story
 # The story turn by turn, then the batch job on the same story as Parquet files.
 demo: setup
 	$(BIN)/memresolve demo
+	$(BIN)/memresolve demo --store target/story.db
 	$(BIN)/memresolve batch $(STORY)/records.parquet $(STORY)/contexts.parquet \
 		--tombstones $(STORY)/tombstones.parquet --include-excluded --with-values \
 		--out target/story-decisions --overwrite

@@ -27,6 +27,25 @@ def test_demo_prints_winners_with_certainty_and_exclusions_with_reasons(
     assert "trace: memory_candidates=14" in out
 
 
+def test_the_store_demo_forgets_through_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "story.db"
+    assert main(["demo", "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    before, after = out.split("After the forget")
+    assert before.count("'14 Quay Lane'") == 3
+    assert "erased the text of mem-address, mem-address-summary" in out
+    assert "the file still holds the text of mem-address: no" in out
+    assert "YES" not in out
+    assert "Quay Lane" not in after
+    assert after.count("'Marlowe'") == 3
+    assert b"Quay Lane" not in path.read_bytes()
+    # Run again: the file is replaced, not added to.
+    assert main(["demo", "--store", str(path)]) == 0
+    assert "Stored 14 records" in capsys.readouterr().out
+
+
 def test_demo_as_json_follows_the_story(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--format", "json"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -14,6 +14,7 @@ from typing import TextIO
 from memresolve import _cli_batch
 from memresolve._api import resolve
 from memresolve._backend import backend_name
+from memresolve._cli_store_demo import run_store_demo
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._jsonl import (
     context_to_json,
@@ -112,6 +113,13 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="resolve the bundled example story")
     demo.add_argument("--format", choices=("text", "json"), default="text")
+    demo.add_argument(
+        "--store",
+        type=Path,
+        metavar="FILE",
+        help="keep the story in a MemoryStore file (replaced), forget through it, and show"
+        " that the forgotten text left the file",
+    )
 
     files = commands.add_parser(
         "resolve",
@@ -187,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 records = read_records(story / "records.jsonl")
                 contexts = read_contexts(story / "contexts.jsonl")
                 tombstones = read_tombstones(story / "tombstones.jsonl")
+            if args.store is not None:
+                run_store_demo(args.store, records, contexts, tombstones, sys.stdout)
+                return 0
         else:
             records = read_records(args.records)
             if args.contexts is not None:

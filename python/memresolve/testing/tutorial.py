@@ -5,9 +5,10 @@ their own turn against it.
 A faithful, idiomatic port (slotted dataclasses, one function per step, tombstones on
 ``valid_from`` as the tutorial has them), written for speed where that costs no
 clarity: scope ids computed once per record, a dict of groups, ``min`` instead of
-sorting each group, and no precedence key for a group of one. It is not memresolve's contract (the tutorial
-lets a superseded-but-excluded record's edge drop, keys tombstones on ``valid_from``,
-and knows no owners), so the benchmark compares costs, not answers.
+sorting each group, and no precedence key for a group of one. It is not memresolve's
+contract (the tutorial lets a superseded-but-excluded record's edge drop, keys
+tombstones on ``valid_from``, and knows no owners), so the benchmark compares costs,
+not answers.
 """
 
 from __future__ import annotations

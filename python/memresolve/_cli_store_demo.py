@@ -1,0 +1,78 @@
+"""``memresolve demo --store FILE``: the bundled story kept in a ``MemoryStore`` file.
+
+Loads the story's records, resolves its three contexts, forgets what the story's
+tombstone forgets, shows which records had their text erased and that the file no
+longer holds that text, and resolves again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._records import MemoryRecord
+from memresolve._result import Resolution
+from memresolve._store import MemoryStore
+
+__all__ = ["run_store_demo"]
+
+
+def _file_holds(path: Path, text: str) -> bool:
+    """Whether the store file or its write-ahead log holds ``text`` (UTF-8)."""
+    wanted = text.encode()
+    return any(
+        wanted in candidate.read_bytes()
+        for candidate in (path, path.with_name(path.name + "-wal"))
+        if candidate.exists()
+    )
+
+
+def _show(out: TextIO, contexts: Sequence[RetrievalContext], results: list[Resolution]) -> None:
+    for number, (context, result) in enumerate(zip(contexts, results, strict=True), start=1):
+        out.write(
+            f"  context {number} ({context.user_id}, {context.character_id}, "
+            f"{context.conversation_id}, {context.scene_id or 'no scene'}, "
+            f"{context.now.isoformat()}):\n"
+        )
+        for memory in result.prompt_memories():
+            out.write(f"    {memory.key:<24} {memory.certainty:<10} {memory.value!r}\n")
+
+
+def run_store_demo(
+    path: Path,
+    records: Sequence[MemoryRecord],
+    contexts: Sequence[RetrievalContext],
+    tombstones: Sequence[ForgetTombstone],
+    out: TextIO,
+) -> None:
+    """The demo on a store at ``path`` (replaced if it exists)."""
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with MemoryStore(path) as store:
+        added = store.add(records)
+        out.write(f"Stored {added} records in {path} (mode {path.stat().st_mode & 0o777:o}).\n")
+        out.write("Before any forget, the prompt of each context holds:\n")
+        _show(out, contexts, [store.resolve(context) for context in contexts])
+        by_id = {record.id: record for record in records}
+        for tombstone in tombstones:
+            erased = store.forget(
+                tombstone.key,
+                tombstone.scope,
+                forgotten_at=tombstone.forgotten_at,
+                blocks_sources_before=tombstone.blocks_sources_before,
+            )
+            out.write(
+                f"\nForget {tombstone.key!r} in {tombstone.scope} "
+                f"(evidence up to {tombstone.blocks_sources_before.isoformat()}): "
+                f"erased the text of {', '.join(erased) or 'no record'}.\n"
+            )
+            for record_id in erased:
+                held = _file_holds(path, by_id[record_id].value)
+                out.write(
+                    f"  the file still holds the text of {record_id}: {'YES' if held else 'no'}\n"
+                )
+        out.write("\nAfter the forget, the prompt of each context holds:\n")
+        _show(out, contexts, [store.resolve(context) for context in contexts])
