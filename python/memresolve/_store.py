@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final
 
@@ -249,22 +250,23 @@ class MemoryStore:
                         row=index,
                     )
             bounds = self._forget_bounds(connection, [row for _, row in new])
-            stored_records: list[MemoryRecord] = []
+            stored_records: list[tuple[str, MemoryRecord]] = []
             for index, row in new:
                 record = checked[index]
                 bound = bounds.get((row["scope_id"], row["key"]))
                 if bound is not None and _evidence(row) <= bound:
                     row.update(value=_ERASED_TEXT, source_message_ids="[]", erased=1)
                     record = _erased(record)
-                stored_records.append(record)
+                stored_records.append((row["scope_id"], record))
             columns = schema.RECORD_COLUMNS
+            values = itemgetter(*columns)
             connection.executemany(
                 f"INSERT INTO records ({','.join(columns)}) VALUES ({_marks(len(columns))})",
-                [tuple(row[name] for name in columns) for _, row in new],
+                [values(row) for _, row in new],
             )
             # In the transaction: a failed commit drops the cache whole.
-            for record in stored_records:
-                self._cache.append(scope_id(record.scope), record)
+            for scope, record in stored_records:
+                self._cache.append(scope, record)
         return len(new)
 
     def add_arrow(self, table: object) -> int:
@@ -307,7 +309,7 @@ class MemoryStore:
             connection.executemany(
                 f"INSERT OR IGNORE INTO tombstones ({','.join(columns)}) "
                 f"VALUES ({_marks(len(columns))})",
-                [tuple(row[name] for name in columns) for row in rows],
+                [itemgetter(*columns)(row) for row in rows],
             )
             for row in rows:
                 erased.extend(

@@ -5,7 +5,7 @@ rows against ``resolve_batch`` before timing them): candidates are the records
 of the context's four scopes (one equi-join per scope kind), edges come from
 in-scope records inside their interval and not stored ``expired``, tombstones
 match on key and scope and decide on the evidence time, and the winner of each
-(context, scope kind, key) is the first by authority, version, ``valid_from``
+(context, scope kind, owner, key) is the first by authority, version, ``valid_from``
 (descending) and id (ascending, byte order). A conversation or scene record with
 an owner (``user_id``) is a candidate of its owner's contexts only, and its owner
 is part of its scope for tombstones. Output: the winners, as (``context_id``,
@@ -167,7 +167,7 @@ def polars_plan(
     )
     winners = survivors.sort(
         ["rank", "version", "valid_from", "id"], descending=[True, True, True, False]
-    ).unique(subset=["context_id", "scope_kind", "key"], keep="first")
+    ).unique(subset=["context_id", "scope_kind", "scope_owner", "key"], keep="first")
     return winners.select("context_id", pl.col("id").alias("record_id"))
 
 
@@ -244,7 +244,7 @@ survivors AS (
 )
 SELECT context_id, id AS record_id FROM (
   SELECT context_id, id, row_number() OVER (
-    PARTITION BY context_id, scope_kind, key
+    PARTITION BY context_id, scope_kind, scope_owner, key
     ORDER BY CASE authority WHEN 'user-corrected' THEN 3 WHEN 'user-confirmed' THEN 2
                             WHEN 'rule-extracted' THEN 1 ELSE 0 END DESC,
              version DESC, valid_from DESC, id ASC
