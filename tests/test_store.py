@@ -17,20 +17,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import memresolve as mr
 from conftest import PROFILE
 from memresolve import reference
+from memresolve._call import resolve_prepared, resolve_with
+from memresolve._kernels import get_backend
 from memresolve._scopes import scope_id, scope_owner
 from memresolve.testing.strategies import (
     BASE_NOW,
+    Scenario,
     Universe,
     contexts,
     instants,
     memory_records,
+    scenarios,
     tombstones,
     universes,
 )
@@ -568,3 +572,42 @@ def test_history_lists_every_version_with_its_outcome() -> None:
     assert {outcome for _, outcome in store.history("pet.name", mr.UserScope("u1"), elsewhere)} == {
         mr.Reason.SCOPE
     }
+
+
+# -- candidates prepared once (what the store resolves) ----------------------------
+
+
+@settings(max_examples={"dev": 200, "ci": 1_000, "deep": 20_000}.get(PROFILE, 200), deadline=None)
+@given(scenario=scenarios(), other=contexts())
+def test_prepared_candidates_resolve_as_a_call_does(
+    backend: str, scenario: Scenario, other: mr.RetrievalContext
+) -> None:
+    """Each backend's ``prepare`` then ``resolve_rows`` in two contexts gives what
+    ``resolve_rows`` gives, the same objects included."""
+    kernel = get_backend(backend)
+    records, tombstones = tuple(scenario.records), tuple(scenario.tombstones)
+    prepared = kernel.prepare(records, tombstones)
+    assert prepared.records == records
+    for context in (scenario.context, other):
+        expected = resolve_with(kernel.resolve_rows, records, context, tombstones)
+        got = resolve_prepared(prepared, context)
+        assert tuple(map(id, got.active)) == tuple(map(id, expected.active))
+        assert got.excluded == expected.excluded
+        assert got.trace == expected.trace
+
+
+@pytest.mark.parametrize("bad", ["not a record", "repeated id"])
+def test_preparing_bad_candidates_raises_what_a_call_raises(backend: str, bad: str) -> None:
+    kernel = get_backend(backend)
+    records: tuple[object, ...] = (
+        (_record("m1"), object()) if bad == "not a record" else (_record("m1"), _record("m1"))
+    )
+    with pytest.raises(mr.InvalidInputError) as expected:
+        kernel.resolve_rows(records, CONTEXT, ())
+    with pytest.raises(mr.InvalidInputError) as got:
+        kernel.prepare(records, ())
+    assert got.value.where() == expected.value.where()
+    assert str(got.value) == str(expected.value)
+    prepared = kernel.prepare((_record("m1"),), ())
+    with pytest.raises(mr.InvalidInputError):
+        resolve_prepared(prepared, "not a context")  # type: ignore[arg-type]

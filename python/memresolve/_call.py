@@ -8,19 +8,37 @@ them imports the other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._result import RawResolution, Resolution
 from memresolve.errors import ErrorKind, InternalError, InvalidInputError
 
-__all__ = ["ResolveRows", "checked_tombstones", "resolve_with"]
+__all__ = [
+    "Prepared",
+    "ResolveRows",
+    "checked_tombstones",
+    "record_rows",
+    "resolve_prepared",
+    "resolve_with",
+]
 
 #: A kernel's ``resolve_rows``: candidates not checked yet (the kernel rejects
 #: a non-record and a repeated id), the context and tombstones checked.
 ResolveRows = Callable[
     [tuple[object, ...], RetrievalContext, tuple[ForgetTombstone, ...]], RawResolution
 ]
+
+
+class Prepared(Protocol):
+    """Candidates and tombstones checked once by a kernel (``_kernels.Kernel.prepare``),
+    to resolve in any number of contexts."""
+
+    @property
+    def records(self) -> tuple[MemoryRecord, ...]: ...
+
+    def resolve_rows(self, context: RetrievalContext) -> RawResolution: ...
 
 
 def resolve_with(
@@ -37,12 +55,26 @@ def resolve_with(
             kind=ErrorKind.WRONG_TYPE,
             field="context",
         )
-    raw = resolve_rows(rows, context, checked_tombstones(tombstones))
+    return _result(rows, resolve_rows(rows, context, checked_tombstones(tombstones)))
+
+
+def _result(rows: tuple[MemoryRecord, ...], raw: RawResolution) -> Resolution:
     if len(raw.active) + len(raw.excluded_codes) != len(rows) or len(raw.excluded_rows) != len(
         raw.excluded_codes
     ):
         raise InternalError("the backend did not account for every candidate exactly once")
     return Resolution.from_raw(rows, raw)
+
+
+def resolve_prepared(prepared: Prepared, context: RetrievalContext) -> Resolution:
+    """``memresolve.resolve`` of candidates checked once (``Kernel.prepare``)."""
+    if not isinstance(context, RetrievalContext):
+        raise InvalidInputError(
+            f"context: expected a RetrievalContext, got {type(context).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="context",
+        )
+    return _result(prepared.records, prepared.resolve_rows(context))
 
 
 def record_rows(records: Iterable[MemoryRecord]) -> tuple[MemoryRecord, ...]:

@@ -8,12 +8,14 @@ backend's by name; the facade uses ``SELECTED`` and ``SELECTED_BATCH``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from memresolve import _backend, _native_loader, reference
 from memresolve import _validate as check
 from memresolve._arrow_reader import arrow_source
-from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._call import Prepared
+from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
+from memresolve._records import MemoryRecord, check_records
 from memresolve._result import RawResolution
 from memresolve.errors import BackendUnavailableError
 
@@ -23,6 +25,8 @@ __all__ = [
     "BatchResolver",
     "Kernel",
     "NativeKernel",
+    "Prepared",
+    "ReferenceKernel",
     "get_backend",
     "get_batch_resolver",
 ]
@@ -47,8 +51,50 @@ class Kernel(Protocol):
         tombstones: tuple[ForgetTombstone, ...],
     ) -> RawResolution: ...
 
+    def prepare(
+        self, records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+    ) -> Prepared:
+        """The candidates checked once (the same errors as ``resolve_rows``), to
+        resolve in any number of contexts."""
+        ...
 
-_reference_kernel: Kernel = reference  # mypy checks the reference against the protocol here
+
+class _ReferencePrepared:
+    __slots__ = ("_tombstones", "records")
+
+    def __init__(
+        self, records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+    ) -> None:
+        check_records(records)
+        for row, tombstone in enumerate(tombstones):
+            check_tombstone_scope(tombstone, row)
+        self.records = cast("tuple[MemoryRecord, ...]", records)
+        self._tombstones = tombstones
+
+    def resolve_rows(self, context: RetrievalContext) -> RawResolution:
+        return reference.resolve_rows(self.records, context, self._tombstones)
+
+
+class ReferenceKernel:
+    """The reference, ``memresolve.reference.resolve_rows``, as a ``Kernel``."""
+
+    NAME: Final = reference.NAME
+
+    def resolve_rows(
+        self,
+        records: tuple[object, ...],
+        context: RetrievalContext,
+        tombstones: tuple[ForgetTombstone, ...],
+    ) -> RawResolution:
+        return reference.resolve_rows(records, context, tombstones)
+
+    def prepare(
+        self, records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+    ) -> Prepared:
+        return _ReferencePrepared(records, tombstones)
+
+
+_reference_kernel: Kernel = ReferenceKernel()
 
 
 class BatchResolver(Protocol):
@@ -71,7 +117,9 @@ class NativeKernel:
     NAME: Final = "native"
 
     def __init__(self) -> None:
-        self._resolve_rows = _native_loader.load().resolve_rows
+        native = _native_loader.load()
+        self._resolve_rows = native.resolve_rows
+        self._prepared = native.PreparedCandidates
 
     def resolve_rows(
         self,
@@ -80,6 +128,23 @@ class NativeKernel:
         tombstones: tuple[ForgetTombstone, ...],
     ) -> RawResolution:
         active, excluded_rows, excluded_codes = self._resolve_rows(records, context, tombstones)
+        return RawResolution(active, memoryview(excluded_rows).cast("I"), excluded_codes)
+
+    def prepare(
+        self, records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+    ) -> Prepared:
+        return _NativePrepared(self._prepared(records, tombstones))
+
+
+class _NativePrepared:
+    __slots__ = ("_prepared", "records")
+
+    def __init__(self, prepared: Any) -> None:
+        self._prepared = prepared
+        self.records: tuple[MemoryRecord, ...] = prepared.records
+
+    def resolve_rows(self, context: RetrievalContext) -> RawResolution:
+        active, excluded_rows, excluded_codes = self._prepared.resolve_rows(context)
         return RawResolution(active, memoryview(excluded_rows).cast("I"), excluded_codes)
 
 

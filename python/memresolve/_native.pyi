@@ -23,6 +23,7 @@ __all__ = [
     "RESOLVER_VERSION",
     "SCOPE_KIND_NAMES",
     "STATUS_NAMES",
+    "PreparedCandidates",
     "RecordCore",
     "Router",
     "__version__",
@@ -142,3 +143,17 @@ class Router:
         """Rows by part, where each part ends (u32 bytes), and the id hashes."""
     def tombstones(self, batch: object, row_offset: int) -> tuple[bytes, bytes]:
         """Rows by part and where each part ends (u32 bytes)."""
+
+@final
+class PreparedCandidates:
+    """Candidates and tombstones read and checked once, to resolve in many contexts."""
+
+    def __new__(
+        cls, records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+    ) -> PreparedCandidates: ...
+    @property
+    def records(self) -> tuple[MemoryRecord, ...]: ...
+    def resolve_rows(
+        self, context: RetrievalContext
+    ) -> tuple[tuple[MemoryRecord, ...], bytes, bytes]:
+        """The winners, the excluded rows (native-endian u32 bytes) and their reason codes."""

@@ -31,11 +31,12 @@ from typing import Any, Final
 import pyarrow as pa
 
 from memresolve import _store_schema as schema
-from memresolve._api import resolve, resolve_batch
+from memresolve._api import resolve_batch
 from memresolve._arrow import records_from_arrow, records_to_arrow, tombstones_to_arrow
-from memresolve._call import record_rows
+from memresolve._call import record_rows, resolve_prepared
 from memresolve._explain import Explanation, explain_in
 from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
+from memresolve._kernels import SELECTED
 from memresolve._records import MemoryRecord, check_records, check_scope
 from memresolve._result import Resolution
 from memresolve._scopes import Scope, scope_id
@@ -97,7 +98,7 @@ class MemoryStore:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self._path = None if path is None else Path(path)
         self._lock = threading.RLock()
-        self._cache = StoreCache(self._load_scopes)
+        self._cache = StoreCache(self._load_scopes, SELECTED.prepare)
         self._connection = self._open()
         self._data_version = self._read_data_version()
 
@@ -346,8 +347,8 @@ class MemoryStore:
         _check_context(context, "resolve")
         with self._lock:
             self._follow_other_writers()
-            records, tombstones = self._cache.candidates(context)
-        return resolve(records, context, tombstones=tombstones)
+            prepared = self._cache.candidates(context)
+        return resolve_prepared(prepared, context)
 
     def explain(self, record_id: str, context: RetrievalContext) -> Explanation:
         """Why record ``record_id`` has its outcome in ``context``: the stage, and the
@@ -361,7 +362,8 @@ class MemoryStore:
         _check_context(context, "explain")
         with self._lock:
             self._follow_other_writers()
-            candidates, tombstones = self._cache.candidates(context)
+            prepared = self._cache.candidates(context)
+            candidates, tombstones = prepared.records, self._cache.tombstones(context)
             record = next((r for r in candidates if r.id == wanted), None) or self.get(wanted)
         if record is None:
             Subject("explain").fail(

@@ -2,10 +2,12 @@
 scopes it has read, as objects, and each context's candidates ready to resolve.
 
 A chat backend resolves the same few contexts turn after turn while the store changes
-by a few records: a turn that finds its context here reads no rows, builds no objects
-and computes no scope ids. Any change to a scope drops the ready candidates of every
-context (they are rebuilt from the scopes on the next turn, which costs a few list
-operations); the scopes themselves are dropped only when their rows change.
+by a few records: a turn that finds its context here reads no rows, builds no objects,
+computes no scope ids, and resolves candidates the backend has already read and checked
+(``Kernel.prepare``: for the native backend, their Rust storage and unique ids). Any
+change to a scope drops the ready candidates of every context (they are rebuilt from
+the scopes on the next turn); the scopes themselves are dropped only when their rows
+change.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final
 
+from memresolve._call import Prepared
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._scopes import scope_id
@@ -38,18 +41,19 @@ class ScopeRows:
 
 
 Loader = Callable[[Sequence[str]], dict[str, ScopeRows]]
+#: Checks candidates and tombstones once for the selected backend (``Kernel.prepare``).
+Preparer = Callable[[tuple[MemoryRecord, ...], tuple[ForgetTombstone, ...]], Prepared]
 
 
 class StoreCache:
     """Scopes by scope id, and candidates by context. Not thread safe: the store's lock
     guards every call."""
 
-    def __init__(self, load: Loader) -> None:
+    def __init__(self, load: Loader, prepare: Preparer) -> None:
         self._load = load
+        self._prepare = prepare
         self._scopes: dict[str, ScopeRows] = {}
-        self._turns: dict[
-            _TurnKey, tuple[tuple[MemoryRecord, ...], tuple[ForgetTombstone, ...]]
-        ] = {}
+        self._turns: dict[_TurnKey, Prepared] = {}
 
     def clear(self) -> None:
         self._scopes.clear()
@@ -67,10 +71,9 @@ class StoreCache:
             rows.records.append(record)
             self._turns.clear()
 
-    def candidates(
-        self, context: RetrievalContext
-    ) -> tuple[tuple[MemoryRecord, ...], tuple[ForgetTombstone, ...]]:
-        """The records and tombstones of the scopes ``context`` sees."""
+    def candidates(self, context: RetrievalContext) -> Prepared:
+        """The records and tombstones of the scopes ``context`` sees, checked by the
+        backend once (until one of those scopes changes)."""
         key = (context.user_id, context.character_id, context.conversation_id, context.scene_id)
         ready = self._turns.get(key)
         if ready is None:
@@ -82,7 +85,7 @@ class StoreCache:
                         del self._scopes[old]
                 self._scopes.update(self._load(missing))
             rows = [self._scopes[scope] for scope in wanted]
-            ready = (
+            ready = self._prepare(
                 tuple(record for scope in rows for record in scope.records),
                 tuple(tombstone for scope in rows for tombstone in scope.tombstones),
             )
@@ -90,3 +93,9 @@ class StoreCache:
                 self._turns.clear()
             self._turns[key] = ready
         return ready
+
+    def tombstones(self, context: RetrievalContext) -> tuple[ForgetTombstone, ...]:
+        """The tombstones of the scopes ``context`` sees."""
+        self.candidates(context)  # reads the scopes not held yet
+        wanted = dict.fromkeys(scope_id(scope) for scope in context.scopes())
+        return tuple(tombstone for scope in wanted for tombstone in self._scopes[scope].tombstones)

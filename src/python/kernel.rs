@@ -186,20 +186,20 @@ fn row_number(row: usize) -> PyResult<u32> {
     })
 }
 
-/// Resolves the candidates: `(winning records, excluded rows as native-endian
-/// u32 bytes, excluded reason codes as bytes)`, in the canonical order.
-#[pyfunction]
-pub(crate) fn resolve_rows<'py>(
-    py: Python<'py>,
-    records: &Bound<'py, PyTuple>,
-    context: &Bound<'py, PyAny>,
-    tombstones: &Bound<'py, PyTuple>,
-) -> PyResult<(
+/// The result of a call: `(winning records, excluded rows as native-endian u32
+/// bytes, excluded reason codes as bytes)`, in the canonical order.
+type Rows<'py> = (
     Bound<'py, PyTuple>,
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
-)> {
-    let package = Package::get(py)?;
+);
+
+/// The candidates read from their native storage, checked: each a record, ids unique.
+fn checked_cores<'py>(
+    package: &Package,
+    records: &Bound<'py, PyTuple>,
+) -> PyResult<Vec<Bound<'py, RecordCore>>> {
+    let py = records.py();
     let (cores, not_a_record) = cores(package, records)?;
     let mut candidates = CandidateSet::with_capacity(cores.len());
     for core in &cores {
@@ -216,12 +216,34 @@ pub(crate) fn resolve_rows<'py>(
     if let Some(error) = not_a_record {
         return Err(error);
     }
-    let context = OwnedContext::read(package, context)?;
-    let tombstones = tombstones
+    Ok(cores)
+}
+
+fn read_tombstones(
+    package: &Package,
+    tombstones: &Bound<'_, PyTuple>,
+) -> PyResult<Vec<OwnedTombstone>> {
+    tombstones
         .iter()
         .enumerate()
         .map(|(row, tombstone)| OwnedTombstone::read(package, &tombstone, row))
-        .collect::<PyResult<Vec<_>>>()?;
+        .collect()
+}
+
+/// Resolves checked candidates (`cores`, the storage of `records`, row for row).
+fn resolve_cores<'py, 'c>(
+    package: &Package,
+    records: &Bound<'py, PyTuple>,
+    cores: impl ExactSizeIterator<Item = &'c RecordCore>,
+    context: &Bound<'py, PyAny>,
+    tombstones: &[OwnedTombstone],
+) -> PyResult<Rows<'py>> {
+    let py = records.py();
+    let mut candidates = CandidateSet::with_capacity(cores.len());
+    for core in cores {
+        candidates.push(core.native().record());
+    }
+    let context = OwnedContext::read(package, context)?;
     let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
     let run = || {
         resolve(
@@ -251,4 +273,73 @@ pub(crate) fn resolve_rows<'py>(
         reasons.push(reason as u8);
     }
     Ok((active, PyBytes::new(py, &rows), PyBytes::new(py, &reasons)))
+}
+
+/// Resolves the candidates: see [`Rows`].
+#[pyfunction]
+pub(crate) fn resolve_rows<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyTuple>,
+    context: &Bound<'py, PyAny>,
+    tombstones: &Bound<'py, PyTuple>,
+) -> PyResult<Rows<'py>> {
+    let package = Package::get(py)?;
+    let cores = checked_cores(package, records)?;
+    let tombstones = read_tombstones(package, tombstones)?;
+    resolve_cores(
+        package,
+        records,
+        cores.iter().map(Bound::get),
+        context,
+        &tombstones,
+    )
+}
+
+/// Candidates and tombstones read and checked once, to resolve in many
+/// contexts: what a store keeps for a context it serves turn after turn.
+/// Reading a record's native storage, checking ids are unique and reading
+/// the tombstones cost about as much as deciding, for a few hundred
+/// candidates; a prepared set pays them once.
+#[pyclass(module = "memresolve._native", frozen)]
+pub(crate) struct PreparedCandidates {
+    records: Py<PyTuple>,
+    cores: Vec<Py<RecordCore>>,
+    tombstones: Vec<OwnedTombstone>,
+}
+
+#[pymethods]
+impl PreparedCandidates {
+    #[new]
+    fn new(records: &Bound<'_, PyTuple>, tombstones: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        let package = Package::get(records.py())?;
+        let cores = checked_cores(package, records)?;
+        Ok(Self {
+            // Copies of altered records replace them, as `resolve_rows` reads them.
+            records: records.clone().unbind(),
+            cores: cores.into_iter().map(Bound::unbind).collect(),
+            tombstones: read_tombstones(package, tombstones)?,
+        })
+    }
+
+    /// The candidates, as given.
+    #[getter]
+    fn records(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.records.clone_ref(py)
+    }
+
+    /// Resolves the candidates in `context`: see [`Rows`].
+    fn resolve_rows<'py>(
+        &self,
+        py: Python<'py>,
+        context: &Bound<'py, PyAny>,
+    ) -> PyResult<Rows<'py>> {
+        let package = Package::get(py)?;
+        resolve_cores(
+            package,
+            self.records.bind(py),
+            self.cores.iter().map(Py::get),
+            context,
+            &self.tombstones,
+        )
+    }
 }

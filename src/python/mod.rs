@@ -50,6 +50,9 @@ mod _native {
     use super::kernel::resolve_rows;
 
     #[pymodule_export]
+    use super::kernel::PreparedCandidates;
+
+    #[pymodule_export]
     use super::batch::resolve_batch;
 
     #[pymodule_export]
