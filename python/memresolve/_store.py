@@ -384,8 +384,8 @@ class MemoryStore:
         wanted_key = text(key, subject, "key")
         wanted_scope = scope_id(check_scope(scope, subject, "scope"))
         _check_context(context, "history")
-        resolution = self.resolve(context)
-        with self._lock:
+        with self._lock:  # one snapshot: no write between the resolution and the rows
+            resolution = self.resolve(context)
             rows = self._connection.execute(
                 "SELECT * FROM records WHERE scope_id = ? AND key = ? "
                 "ORDER BY version, valid_from, id",
