@@ -4,6 +4,7 @@ promises beyond resolution (retries, erasure, atomic writes, files, threads, cra
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sqlite3
 import subprocess
@@ -611,3 +612,19 @@ def test_preparing_bad_candidates_raises_what_a_call_raises(backend: str, bad: s
     prepared = kernel.prepare((_record("m1"),), ())
     with pytest.raises(mr.InvalidInputError):
         resolve_prepared(prepared, "not a context")  # type: ignore[arg-type]
+
+
+def test_a_refused_file_is_closed(tmp_path: Path) -> None:
+    mr.MemoryStore(tmp_path / "m.db").close()
+    connection = sqlite3.connect(tmp_path / "m.db")
+    connection.execute("PRAGMA user_version = 99")
+    connection.close()
+
+    def handles() -> int:
+        descriptors = Path("/proc/self/fd")
+        return sum(1 for fd in descriptors.iterdir() if str(tmp_path) in os.path.realpath(fd))
+
+    for _ in range(3):
+        with pytest.raises(mr.MemresolveError):
+            mr.MemoryStore(tmp_path / "m.db")
+    assert handles() == 0, "a refused store keeps no handle on the file"

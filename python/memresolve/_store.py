@@ -126,6 +126,9 @@ class MemoryStore:
                 field="path",
                 file=target,
             ) from None
+        except BaseException:
+            connection.close()
+            raise
         return connection
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
