@@ -24,6 +24,7 @@ from memresolve._inputs import ForgetTombstone
 from memresolve._records import RECORD_FIELDS, MemoryRecord
 from memresolve._rows import ROW_FIELDS, scope_columns, scope_from_columns, to_row
 from memresolve._scopes import scope_id
+from memresolve._types import ID_COLUMNS
 from memresolve._validate import Subject, from_micros, to_micros
 
 __all__ = [
@@ -47,10 +48,7 @@ RECORD_COLUMNS: Final = (*ROW_FIELDS, "scope_id", "content_hash", "erased")
 TOMBSTONE_COLUMNS: Final = (
     "key",
     "scope_kind",
-    "user_id",
-    "character_id",
-    "conversation_id",
-    "scene_id",
+    *ID_COLUMNS,
     "scope_id",
     "forgotten_at",
     "blocks_sources_before",

@@ -194,29 +194,37 @@ type Rows<'py> = (
     Bound<'py, PyBytes>,
 );
 
-/// The candidates read from their native storage, checked: each a record, ids unique.
-fn checked_cores<'py>(
-    package: &Package,
-    records: &Bound<'py, PyTuple>,
-) -> PyResult<Vec<Bound<'py, RecordCore>>> {
-    let py = records.py();
-    let (cores, not_a_record) = cores(package, records)?;
+/// The candidates' native storage as one candidate set, row for row.
+fn candidate_set<'c>(cores: impl ExactSizeIterator<Item = &'c RecordCore>) -> CandidateSet<'c> {
     let mut candidates = CandidateSet::with_capacity(cores.len());
-    for core in &cores {
-        candidates.push(core.get().native().record());
+    for core in cores {
+        candidates.push(core.native().record());
     }
+    candidates
+}
+
+/// Every candidate is a record (`not_a_record` is the first that is not) and
+/// no two share an id; a repeated id is reported first, as the reference
+/// checks row by row.
+fn check_candidates(
+    package: &Package,
+    cores: &[Bound<'_, RecordCore>],
+    candidates: &CandidateSet<'_>,
+    not_a_record: Option<PyErr>,
+) -> PyResult<()> {
     if let Some((earlier, row)) = candidates.first_duplicate_id() {
-        let id = cores.get(row).map(|core| core.get().id_object(py));
-        let error = package
-            .duplicate_id_error
-            .bind(py)
-            .call1((id, earlier, row))?;
+        let Some(core) = cores.get(row) else {
+            return Err(InternalError::new_err("a repeated id names no candidate"));
+        };
+        let py = core.py();
+        let error =
+            package
+                .duplicate_id_error
+                .bind(py)
+                .call1((core.get().id_object(py), earlier, row))?;
         return Err(PyErr::from_value(error));
     }
-    if let Some(error) = not_a_record {
-        return Err(error);
-    }
-    Ok(cores)
+    not_a_record.map_or(Ok(()), Err)
 }
 
 fn read_tombstones(
@@ -230,24 +238,20 @@ fn read_tombstones(
         .collect()
 }
 
-/// Resolves checked candidates (`cores`, the storage of `records`, row for row).
-fn resolve_cores<'py, 'c>(
+/// Resolves checked candidates (the storage of `records`, row for row).
+fn resolve_candidates<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
-    cores: impl ExactSizeIterator<Item = &'c RecordCore>,
+    candidates: &CandidateSet<'_>,
     context: &Bound<'py, PyAny>,
     tombstones: &[OwnedTombstone],
 ) -> PyResult<Rows<'py>> {
     let py = records.py();
-    let mut candidates = CandidateSet::with_capacity(cores.len());
-    for core in cores {
-        candidates.push(core.native().record());
-    }
     let context = OwnedContext::read(package, context)?;
     let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
     let run = || {
         resolve(
-            &candidates,
+            candidates,
             &context.borrow(),
             &TombstoneIndex::new(&borrowed),
         )
@@ -284,15 +288,11 @@ pub(crate) fn resolve_rows<'py>(
     tombstones: &Bound<'py, PyTuple>,
 ) -> PyResult<Rows<'py>> {
     let package = Package::get(py)?;
-    let cores = checked_cores(package, records)?;
+    let (cores, not_a_record) = cores(package, records)?;
+    let candidates = candidate_set(cores.iter().map(Bound::get));
+    check_candidates(package, &cores, &candidates, not_a_record)?;
     let tombstones = read_tombstones(package, tombstones)?;
-    resolve_cores(
-        package,
-        records,
-        cores.iter().map(Bound::get),
-        context,
-        &tombstones,
-    )
+    resolve_candidates(package, records, &candidates, context, &tombstones)
 }
 
 /// Candidates and tombstones read and checked once, to resolve in many
@@ -312,7 +312,10 @@ impl PreparedCandidates {
     #[new]
     fn new(records: &Bound<'_, PyTuple>, tombstones: &Bound<'_, PyTuple>) -> PyResult<Self> {
         let package = Package::get(records.py())?;
-        let cores = checked_cores(package, records)?;
+        let (cores, not_a_record) = cores(package, records)?;
+        let candidates = candidate_set(cores.iter().map(Bound::get));
+        check_candidates(package, &cores, &candidates, not_a_record)?;
+        drop(candidates);
         Ok(Self {
             // Copies of altered records replace them, as `resolve_rows` reads them.
             records: records.clone().unbind(),
@@ -334,10 +337,11 @@ impl PreparedCandidates {
         context: &Bound<'py, PyAny>,
     ) -> PyResult<Rows<'py>> {
         let package = Package::get(py)?;
-        resolve_cores(
+        let candidates = candidate_set(self.cores.iter().map(Py::get));
+        resolve_candidates(
             package,
             self.records.bind(py),
-            self.cores.iter().map(Py::get),
+            &candidates,
             context,
             &self.tombstones,
         )
