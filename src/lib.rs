@@ -15,6 +15,8 @@
 //! - [`resolve`]: the pipeline of `docs/spec.md` §2 over a columnar candidate
 //!   set, one module per stage;
 //! - [`batch`]: the batch form of §4, every context of a store, in parallel;
+//! - [`maintain`]: the background jobs, status normalisation and the forget
+//!   sweep (§7);
 //! - [`partition`]: owner partitioning, the batch job split into parts that
 //!   resolve alone (§4.3);
 //! - [`arrow_input`], [`arrow_output`]: the batch form's Arrow tables in and out.
@@ -25,6 +27,7 @@ pub mod arrow_input;
 pub mod arrow_output;
 pub mod batch;
 pub mod error;
+pub mod maintain;
 pub mod model;
 pub mod partition;
 pub mod resolve;

@@ -137,6 +137,7 @@ def test_native_code_tables_match_the_python_ones() -> None:
     assert tuple(native.STATUS_NAMES) == tuple(_types.Status)
     assert tuple(native.AUTHORITY_NAMES) == tuple(_types.Authority)
     assert tuple(native.REASON_NAMES) == tuple(_types.Reason)
+    assert tuple(native.PURGE_CAUSE_NAMES) == tuple(_types.PurgeCause)
     assert tuple(native.REASON_NAMES) == tuple(_types.REASON_BY_CODE)
     assert tuple(native.DECISION_NAMES) == _types.DECISION_NAMES
     assert [native.DECISION_NAMES.index(r.value) for r in _types.Reason] == [

@@ -31,6 +31,16 @@ from memresolve._backend import backend_name
 from memresolve._dataset import DatasetSummary, resolve_dataset
 from memresolve._explain import Explanation
 from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
+from memresolve._jobs import (
+    Normalization,
+    Purge,
+    PurgePlan,
+    StatusChange,
+    forget_sweep,
+    forget_sweep_batch,
+    normalize,
+    normalize_batch,
+)
 from memresolve._jsonl import (
     read_contexts,
     read_records,
@@ -51,7 +61,15 @@ from memresolve._scopes import (
     scope_id,
 )
 from memresolve._store import ErasedUser, MemoryStore
-from memresolve._types import RESOLVER_VERSION, Authority, Certainty, Reason, ScopeKind, Status
+from memresolve._types import (
+    RESOLVER_VERSION,
+    Authority,
+    Certainty,
+    PurgeCause,
+    Reason,
+    ScopeKind,
+    Status,
+)
 from memresolve._version import __version__
 from memresolve.errors import (
     BackendUnavailableError,
@@ -81,7 +99,11 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "MemresolveError",
+    "Normalization",
     "PromptMemory",
+    "Purge",
+    "PurgeCause",
+    "PurgePlan",
     "Reason",
     "Resolution",
     "RetrievalContext",
@@ -89,6 +111,7 @@ __all__ = [
     "Scope",
     "ScopeKind",
     "Status",
+    "StatusChange",
     "Trace",
     "UserScope",
     "__version__",
@@ -96,6 +119,10 @@ __all__ = [
     "contexts_from_arrow",
     "contexts_to_arrow",
     "forget_everywhere",
+    "forget_sweep",
+    "forget_sweep_batch",
+    "normalize",
+    "normalize_batch",
     "read_contexts",
     "read_records",
     "read_tombstones",

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from memresolve._arrow_reader import (
@@ -55,7 +56,7 @@ from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._rows import scope_columns
 from memresolve._scopes import Scope
-from memresolve._types import DECISION_NAMES, ID_COLUMNS, Certainty
+from memresolve._types import DECISION_NAMES, ID_COLUMNS, Certainty, PurgeCause, Status
 from memresolve._validate import to_micros
 
 if TYPE_CHECKING:
@@ -66,12 +67,14 @@ __all__ = [
     "contexts_from_arrow",
     "contexts_to_arrow",
     "decision_table",
+    "purge_table",
     "read_contexts_table",
     "read_records_table",
     "read_tombstones_table",
     "read_values_table",
     "records_from_arrow",
     "records_to_arrow",
+    "status_change_table",
     "tombstones_from_arrow",
     "tombstones_to_arrow",
 ]
@@ -222,3 +225,59 @@ def decision_table(
             ),
         ]
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _codes(pa: Any, values: Sequence[StrEnum], vocabulary: type[StrEnum]) -> Any:
+    """A ``dictionary<int8, string>`` column of enum members over the whole vocabulary."""
+    code = {member: index for index, member in enumerate(vocabulary)}
+    return pa.DictionaryArray.from_arrays(
+        pa.array([code[value] for value in values], pa.int8()),
+        pa.array([member.value for member in vocabulary], pa.string()),
+    )
+
+
+def status_change_table(record_ids: Sequence[str], statuses: Sequence[Status]) -> pa.Table:
+    """``normalize_batch``'s result (``docs/spec.md`` §7.1): ``record_id``, ``old_status``
+    (always ``active``: only active records change) and ``new_status``, both dictionaries
+    of int8 over every status."""
+    pa = pyarrow_module()
+    dictionary = pa.dictionary(pa.int8(), pa.string())
+    schema = pa.schema(
+        [
+            pa.field("record_id", pa.string(), nullable=False),
+            pa.field("old_status", dictionary, nullable=False),
+            pa.field("new_status", dictionary, nullable=False),
+        ]
+    )
+    columns = [
+        pa.array(record_ids, pa.string()),
+        _codes(pa, [Status.ACTIVE] * len(statuses), Status),
+        _codes(pa, statuses, Status),
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def purge_table(
+    record_ids: Sequence[str],
+    keys: Sequence[str],
+    scope_ids: Sequence[str],
+    causes: Sequence[PurgeCause],
+) -> pa.Table:
+    """``forget_sweep_batch``'s result (``docs/spec.md`` §7.2): ``record_id``, ``key``,
+    ``scope_id`` and ``cause`` (dictionary of int8). Never a value."""
+    pa = pyarrow_module()
+    schema = pa.schema(
+        [
+            pa.field("record_id", pa.string(), nullable=False),
+            pa.field("key", pa.string(), nullable=False),
+            pa.field("scope_id", pa.string(), nullable=False),
+            pa.field("cause", pa.dictionary(pa.int8(), pa.string()), nullable=False),
+        ]
+    )
+    columns = [
+        pa.array(record_ids, pa.string()),
+        pa.array(keys, pa.string()),
+        pa.array(scope_ids, pa.string()),
+        _codes(pa, causes, PurgeCause),
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)

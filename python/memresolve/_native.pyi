@@ -19,6 +19,7 @@ __all__ = [
     "ERROR_KIND_NAMES",
     "ID_COLUMN_NAMES",
     "LIKELY_CONFIDENCE",
+    "PURGE_CAUSE_NAMES",
     "REASON_NAMES",
     "RESOLVER_VERSION",
     "SCOPE_KIND_NAMES",
@@ -27,6 +28,10 @@ __all__ = [
     "RecordCore",
     "Router",
     "__version__",
+    "forget_sweep_batch",
+    "normalize_batch",
+    "normalize_rows",
+    "purge_rows",
     "resolve_batch",
     "resolve_rows",
     "scope_id",
@@ -40,6 +45,7 @@ SCOPE_KIND_NAMES: list[str]
 STATUS_NAMES: list[str]
 AUTHORITY_NAMES: list[str]
 REASON_NAMES: list[str]
+PURGE_CAUSE_NAMES: list[str]
 ID_COLUMN_NAMES: list[str]
 DECISION_NAMES: list[str]
 ERROR_KIND_NAMES: list[str]
@@ -119,6 +125,26 @@ def resolve_rows(
     tombstones: tuple[ForgetTombstone, ...],
 ) -> tuple[tuple[MemoryRecord, ...], bytes, bytes]:
     """The winners, the excluded rows (native-endian u32 bytes) and their reason codes."""
+
+def normalize_rows(
+    records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...], now: int
+) -> tuple[bytes, bytes]:
+    """The statuses to write at ``now`` (µs): changed rows (u32 bytes) and status codes."""
+
+def purge_rows(
+    records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+) -> tuple[bytes, bytes]:
+    """The records to purge: rows (u32 bytes) and cause codes."""
+
+def normalize_batch(
+    records: object, *, now: int, tombstones: object | None = None, with_rows: bool = False
+) -> Any:
+    """``normalize_batch`` at ``now`` (µs); with ``with_rows`` a ``row`` column of input rows."""
+
+def forget_sweep_batch(
+    records: object, tombstones: object | None = None, *, with_rows: bool = False
+) -> Any:
+    """``forget_sweep_batch``; with ``with_rows`` a ``row`` column of input rows."""
 
 def resolve_batch(
     records: object,

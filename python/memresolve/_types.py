@@ -27,6 +27,7 @@ __all__ = [
     "Authority",
     "AuthorityName",
     "Certainty",
+    "PurgeCause",
     "Reason",
     "ScopeKind",
     "Status",
@@ -87,6 +88,15 @@ class Reason(StrEnum):
     FORGOTTEN = "forgotten"
     SUPERSEDED = "superseded"
     LOWER_PRECEDENCE = "lower-precedence"
+
+
+class PurgeCause(StrEnum):
+    """Why the forget sweep purges a record (``docs/spec.md`` §7.2)."""
+
+    #: A tombstone blocks it (even if it is also stored ``forgotten``).
+    TOMBSTONE = "tombstone"
+    #: It is stored ``forgotten`` and no tombstone names it.
+    STORED_FORGOTTEN = "stored-forgotten"
 
 
 class Certainty(StrEnum):

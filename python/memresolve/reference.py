@@ -56,6 +56,7 @@ from memresolve._scopes import (
 from memresolve._types import (
     CERTAINTY_CODE,
     REASON_CODE,
+    PurgeCause,
     Reason,
     Status,
     certainty,
@@ -70,16 +71,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NAME",
+    "bears_edge_from",
     "bears_supersession_edge",
     "blocked_by_tombstone",
+    "covers",
     "decide",
     "evidence_time",
     "excluded_as_forgotten",
     "excluded_by_status_or_time",
     "first_exclusion",
+    "forget_sweep_batch",
     "in_validity_interval",
     "losers_by_precedence",
+    "normalize_batch",
+    "normalize_rows",
+    "normalized_status",
     "precedence_key",
+    "purge_cause",
+    "purge_rows",
     "resolve",
     "resolve_batch",
     "resolve_rows",
@@ -354,4 +363,152 @@ def resolve_batch(
                     winners.append(None)
     return _arrow.decision_table(
         context_ids, record_ids, decisions, winners if with_values else None
+    )
+
+
+# The background jobs (docs/spec.md §7) ----------------------------------------------------
+
+
+def covers(bearer: Scope, target: Scope) -> bool:
+    """Whether every context that sees ``target`` also sees ``bearer`` (§7.1).
+
+    Read off the matching rules of §1.1: a user covers that user's characters
+    and the conversations and scenes it owns; an unowned conversation covers
+    its owned twins and every scene of it; a conversation owned by ``u``
+    covers the scenes of it ``u`` owns; an unowned scene covers its owned
+    twins. A character covers only itself: its user's other characters see
+    the user's records.
+    """
+    match bearer, target:
+        case UserScope(user_id=user), CharacterScope(user_id=target_user):
+            covered = user == target_user
+        case UserScope(user_id=user), ConversationScope(user_id=owner) | SceneScope(user_id=owner):
+            covered = owner is not None and owner == user
+        case ConversationScope(conversation_id=conversation, user_id=None), ConversationScope(
+            conversation_id=target_conversation
+        ):
+            covered = conversation == target_conversation
+        case ConversationScope(conversation_id=conversation, user_id=owner), SceneScope(
+            conversation_id=target_conversation, user_id=target_owner
+        ):
+            covered = conversation == target_conversation and owner in (None, target_owner)
+        case SceneScope(conversation_id=conversation, scene_id=scene, user_id=None), SceneScope(
+            conversation_id=target_conversation, scene_id=target_scene
+        ):
+            covered = conversation == target_conversation and scene == target_scene
+        case _:
+            covered = False
+    return bearer == target or covered
+
+
+def bears_edge_from(record: MemoryRecord, now: datetime) -> bool:
+    """Whether ``record`` bears its edge at every instant from ``now`` on, wherever it is
+    in scope: valid by ``now``, open-ended, and not stored ``expired``."""
+    return (
+        record.valid_from <= now
+        and record.valid_until is None
+        and record.status is not Status.EXPIRED
+    )
+
+
+def normalized_status(
+    record: MemoryRecord,
+    now: datetime,
+    tombstones: Iterable[ForgetTombstone],
+    lasting_bearers: Iterable[Scope],
+) -> Status | None:
+    """The status a worker may write on ``record`` at ``now``, or ``None`` (§7.1).
+
+    ``lasting_bearers`` are the scopes of the records that name it and bear
+    their edge from ``now`` on. Only an ``active`` record changes, to the
+    first rule that applies: ``forgotten`` (a tombstone blocks it at every
+    instant), ``expired`` (its interval has ended), ``superseded`` (a lasting
+    bearer whose scope covers its own hides it in every context that sees it).
+    """
+    if record.status is not Status.ACTIVE:
+        return None
+    if blocked_by_tombstone(record, tombstones):
+        return Status.FORGOTTEN
+    if record.valid_until is not None and record.valid_until <= now:
+        return Status.EXPIRED
+    if any(covers(scope, record.scope) for scope in lasting_bearers):
+        return Status.SUPERSEDED
+    return None
+
+
+def normalize_rows(
+    records: Sequence[object], tombstones: Sequence[ForgetTombstone], now: datetime
+) -> list[tuple[int, Status]]:
+    """The backend kernel of ``normalize``: (row, new status) of each change, by row."""
+    checked = check_records(records)
+    for row, tombstone in enumerate(tombstones):
+        check_tombstone_scope(tombstone, row)
+    lasting: defaultdict[str, list[Scope]] = defaultdict(list)
+    for record in checked:
+        if record.supersedes is not None and bears_edge_from(record, now):
+            lasting[record.supersedes].append(record.scope)
+    changes = []
+    for row, record in enumerate(checked):
+        status = normalized_status(record, now, tombstones, lasting.get(record.id, ()))
+        if status is not None:
+            changes.append((row, status))
+    return changes
+
+
+def purge_cause(record: MemoryRecord, tombstones: Iterable[ForgetTombstone]) -> PurgeCause | None:
+    """Why the forget sweep purges ``record``, or ``None`` (§7.2): a tombstone blocks it,
+    or it is stored ``forgotten``. Either way stage 3 excludes it at every instant."""
+    if blocked_by_tombstone(record, tombstones):
+        return PurgeCause.TOMBSTONE
+    if record.status is Status.FORGOTTEN:
+        return PurgeCause.STORED_FORGOTTEN
+    return None
+
+
+def purge_rows(
+    records: Sequence[object], tombstones: Sequence[ForgetTombstone]
+) -> list[tuple[int, PurgeCause]]:
+    """The backend kernel of ``forget_sweep``: (row, cause) of each purge, by row."""
+    checked = check_records(records)
+    for row, tombstone in enumerate(tombstones):
+        check_tombstone_scope(tombstone, row)
+    purged = []
+    for row, record in enumerate(checked):
+        cause = purge_cause(record, tombstones)
+        if cause is not None:
+            purged.append((row, cause))
+    return purged
+
+
+def normalize_batch(
+    records: object, *, now: datetime, tombstones: object | None = None
+) -> pa.Table:
+    """``memresolve.normalize_batch`` the obvious way: ``normalize_rows`` over every row."""
+    from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+
+    now = check.instant(now, check.Subject("argument"), "now")
+    records = _arrow.as_table(records, "records")
+    tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")
+    candidates = _arrow.read_records_table(records, with_values=False)
+    forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
+    changes = normalize_rows(candidates, forgets, now)
+    return _arrow.status_change_table(
+        [candidates[row].id for row, _ in changes], [status for _, status in changes]
+    )
+
+
+def forget_sweep_batch(records: object, tombstones: object | None = None) -> pa.Table:
+    """``memresolve.forget_sweep_batch`` the obvious way: ``purge_rows`` over every row."""
+    from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+
+    records = _arrow.as_table(records, "records")
+    tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")
+    candidates = _arrow.read_records_table(records, with_values=False)
+    forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
+    purged = [(candidates[row], cause) for row, cause in purge_rows(candidates, forgets)]
+    return _arrow.purge_table(
+        [record.id for record, _ in purged],
+        [record.key for record, _ in purged],
+        [scope_id(record.scope) for record, _ in purged],
+        [cause for _, cause in purged],
     )

@@ -61,6 +61,23 @@ impl<'a> KeyRanks<'a> {
     pub fn rank_of(&self, key: &Hashed<'_>) -> Option<u32> {
         self.ranks.get(key).copied()
     }
+
+    /// Every key's text, by rank.
+    #[must_use]
+    pub fn texts(&self) -> Vec<&'a str> {
+        by_number(&self.ranks)
+    }
+}
+
+/// The texts of a numbering, by number.
+fn by_number<'a>(numbers: &Map<Hashed<'a>, u32>) -> Vec<&'a str> {
+    let mut texts = vec![""; numbers.len()];
+    for (value, &number) in numbers {
+        if let Some(slot) = texts.get_mut(number as usize) {
+            *slot = value.text;
+        }
+    }
+    texts
 }
 
 /// Numbers values by first appearance, row by row ([`NO_ROW`] for null).
@@ -119,6 +136,12 @@ impl<'a> Interned<'a> {
         )
     }
 
+    /// Every value's text, by number.
+    #[must_use]
+    pub fn texts(&self) -> Vec<&'a str> {
+        by_number(&self.numbers)
+    }
+
     /// The number of `value`, if some row has it.
     #[must_use]
     pub fn number_of(&self, value: &Hashed<'_>) -> Option<u32> {
@@ -139,6 +162,8 @@ pub struct ScopeKey {
 /// Scope → number, and each scope's rows (ascending), contiguous.
 pub struct ScopeIndex {
     numbers: ScopeNumbers,
+    /// Each scope, by number.
+    keys: Vec<ScopeKey>,
     starts: Vec<u32>,
     rows: Vec<u32>,
 }
@@ -208,12 +233,14 @@ impl ScopeIndex {
             direct_below: u32::try_from(rows).unwrap_or(NO_ROW),
         };
         let mut counts: Vec<u32> = Vec::new();
+        let mut keys = Vec::new();
         let mut by_row = Vec::with_capacity(rows);
         for scope in scopes {
             let next = u32::try_from(counts.len()).unwrap_or(NO_ROW);
             let number = numbers.get_or_insert(scope, next);
             if number == next {
                 counts.push(0);
+                keys.push(scope);
             }
             if let Some(count) = counts.get_mut(number as usize) {
                 *count += 1;
@@ -240,6 +267,7 @@ impl ScopeIndex {
         (
             Self {
                 numbers,
+                keys,
                 starts,
                 rows: grouped,
             },
@@ -251,6 +279,12 @@ impl ScopeIndex {
     #[must_use]
     pub fn number_of(&self, scope: ScopeKey) -> Option<u32> {
         self.numbers.get(scope)
+    }
+
+    /// The scope numbered `number`.
+    #[must_use]
+    pub fn key_of(&self, number: u32) -> Option<ScopeKey> {
+        self.keys.get(number as usize).copied()
     }
 
     /// The rows of scope `number`, ascending.

@@ -165,7 +165,7 @@ impl<'a> Store<'a> {
         self.ids.get(row as usize).map(|id| id.text)
     }
 
-    fn facts(&self, row: usize) -> Option<Facts> {
+    pub(crate) fn facts(&self, row: usize) -> Option<Facts> {
         Some(Facts {
             status: *self.statuses.get(row)?,
             authority: *self.authorities.get(row)?,
@@ -174,6 +174,17 @@ impl<'a> Store<'a> {
             valid_until: optional(&self.valid_until, row),
             observed_at: optional(&self.observed_at, row),
         })
+    }
+
+    /// The texts of the store's keys and scope ids, for output that names
+    /// them (built on demand: resolving never reads them).
+    #[must_use]
+    pub fn texts(&self) -> StoreTexts<'_, 'a> {
+        StoreTexts {
+            store: self,
+            keys: self.keys.texts(),
+            columns: self.scope_ids.each_ref().map(Interned::texts),
+        }
     }
 
     /// The number of `scope`, if some record has it.
@@ -216,6 +227,47 @@ impl<'a> Store<'a> {
     }
 }
 
+/// A store's key and scope id texts, by number.
+pub struct StoreTexts<'s, 'a> {
+    store: &'s Store<'a>,
+    keys: Vec<&'a str>,
+    columns: [Vec<&'a str>; 4],
+}
+
+impl<'a> StoreTexts<'_, 'a> {
+    /// The key of the record at `row`.
+    #[must_use]
+    pub fn key(&self, row: u32) -> Option<&'a str> {
+        let rank = *self.store.key_ranks.get(row as usize)?;
+        self.keys.get(rank as usize).copied()
+    }
+
+    /// The scope of the record at `row`: its kind, ids in order and owner.
+    #[must_use]
+    pub fn scope(&self, row: u32) -> Option<(ScopeKind, Vec<&'a str>, Option<&'a str>)> {
+        let number = *self.store.scope_numbers.get(row as usize)?;
+        let key = self.store.scopes.key_of(number)?;
+        let text = |column: IdColumn, number: u32| {
+            self.columns
+                .get(usize::from(column.code()))?
+                .get(number as usize)
+                .copied()
+        };
+        let fields = key
+            .kind
+            .id_columns()
+            .iter()
+            .zip([key.first, key.second])
+            .map(|(&column, number)| text(column, number))
+            .collect::<Option<Vec<_>>>()?;
+        let owner = match key.kind.owner_column() {
+            Some(column) if key.owner != NO_ROW => Some(text(column, key.owner)?),
+            _ => None,
+        };
+        Some((key.kind, fields, owner))
+    }
+}
+
 /// Row `row` of an optional column (an absent column is empty).
 fn optional(column: &[Option<i64>], row: usize) -> Option<i64> {
     column.get(row).copied().flatten()
@@ -225,6 +277,14 @@ fn optional(column: &[Option<i64>], row: usize) -> Option<i64> {
 #[derive(Default)]
 pub struct StoreTombstones {
     by_scope: Map<u32, Map<u32, i64>>,
+}
+
+impl StoreTombstones {
+    /// The latest bound of the tombstones on scope `scope` and key `key`.
+    #[must_use]
+    pub fn bound(&self, scope: u32, key: u32) -> Option<i64> {
+        self.by_scope.get(&scope)?.get(&key).copied()
+    }
 }
 
 /// One context's candidates: the store rows of its scopes.

@@ -68,7 +68,7 @@ impl OwnedContext {
     }
 }
 
-struct OwnedTombstone {
+pub(super) struct OwnedTombstone {
     key: String,
     scope: OwnedScope,
     blocks_sources_before: i64,
@@ -98,7 +98,7 @@ impl OwnedTombstone {
         })
     }
 
-    fn borrow(&self) -> Tombstone<'_> {
+    pub(super) fn borrow(&self) -> Tombstone<'_> {
         Tombstone {
             key: &self.key,
             scope: self.scope.borrow(),
@@ -113,7 +113,7 @@ impl OwnedTombstone {
 /// subclass (which may override a field) or a record on the pure-Python
 /// storage is copied from its attributes, and anything else is rejected, both
 /// by `memresolve._records.native_core_of`.
-fn cores<'py>(
+pub(super) fn cores<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
 ) -> PyResult<(Vec<Bound<'py, RecordCore>>, Option<PyErr>)> {
@@ -195,7 +195,9 @@ type Rows<'py> = (
 );
 
 /// The candidates' native storage as one candidate set, row for row.
-fn candidate_set<'c>(cores: impl ExactSizeIterator<Item = &'c RecordCore>) -> CandidateSet<'c> {
+pub(super) fn candidate_set<'c>(
+    cores: impl ExactSizeIterator<Item = &'c RecordCore>,
+) -> CandidateSet<'c> {
     let mut candidates = CandidateSet::with_capacity(cores.len());
     for core in cores {
         candidates.push(core.native().record());
@@ -206,7 +208,7 @@ fn candidate_set<'c>(cores: impl ExactSizeIterator<Item = &'c RecordCore>) -> Ca
 /// Every candidate is a record (`not_a_record` is the first that is not) and
 /// no two share an id; a repeated id is reported first, as the reference
 /// checks row by row.
-fn check_candidates(
+pub(super) fn check_candidates(
     package: &Package,
     cores: &[Bound<'_, RecordCore>],
     candidates: &CandidateSet<'_>,
@@ -227,7 +229,7 @@ fn check_candidates(
     not_a_record.map_or(Ok(()), Err)
 }
 
-fn read_tombstones(
+pub(super) fn read_tombstones(
     package: &Package,
     tombstones: &Bound<'_, PyTuple>,
 ) -> PyResult<Vec<OwnedTombstone>> {

@@ -16,6 +16,7 @@ mod convert;
 mod dataset;
 mod errors;
 mod kernel;
+mod maintain;
 mod record;
 
 // The exception classes are defined once, in Python (memresolve/errors.py), and
@@ -54,6 +55,12 @@ mod _native {
 
     #[pymodule_export]
     use super::batch::resolve_batch;
+
+    #[pymodule_export]
+    use super::maintain::{forget_sweep_batch, normalize_batch, normalize_rows, purge_rows};
+
+    #[pymodule_export]
+    const PURGE_CAUSE_NAMES: &[&str] = <crate::maintain::PurgeCause as Vocabulary>::NAMES;
 
     #[pymodule_export]
     use super::record::RecordCore;
