@@ -26,6 +26,7 @@ from memresolve._job_kernels import Jobs, get_jobs
 from memresolve._kernels import get_backend
 from memresolve._scopes import scope_owner
 from memresolve.testing import Store, stores
+from memresolve.testing.normalize_rivals import duckdb_normalize, polars_normalize
 from story import ADA, HARBOR_NIGHTS, MICROSECOND, NOW, RAINCOAT_SCENE, ROWAN, day, forget, record
 
 BACKENDS = available_backends()
@@ -473,3 +474,19 @@ def test_forgotten_stays_forgotten_through_reingest_retry_and_summaries() -> Non
         tombstones=[tombstone],
     )
     assert [(m.id, m.value) for m in result.active] == [("m5", "Max")]
+
+
+@settings(max_examples=PARITY_EXAMPLES // 10)
+@given(store=stores(max_records=24), shift=st.integers(-3, 3))
+def test_the_benchmark_rivals_write_what_normalize_batch_writes(store: Store, shift: int) -> None:
+    """The Polars and DuckDB formulations the benchmark times are the same rules."""
+    now = NOW + timedelta(days=shift)
+    records = mr.records_to_arrow(store.records)
+    tombstones = mr.tombstones_to_arrow(store.tombstones)
+    expected = sorted(
+        (row["record_id"], row["new_status"])
+        for row in mr.normalize_batch(records, now=now, tombstones=tombstones).to_pylist()
+    )
+    assert sorted(polars_normalize(records, tombstones, now).rows()) == expected
+    duck = duckdb_normalize(records, tombstones, now).to_pylist()
+    assert sorted((row["record_id"], row["new_status"]) for row in duck) == expected

@@ -41,6 +41,7 @@ from memresolve._jobs import (
     normalize,
     normalize_batch,
 )
+from memresolve._jobs_dataset import JobSummary, forget_sweep_dataset, normalize_dataset
 from memresolve._jsonl import (
     read_contexts,
     read_records,
@@ -95,6 +96,7 @@ __all__ = [
     "ForgetTombstone",
     "InternalError",
     "InvalidInputError",
+    "JobSummary",
     "MemoryLimitError",
     "MemoryRecord",
     "MemoryStore",
@@ -121,8 +123,10 @@ __all__ = [
     "forget_everywhere",
     "forget_sweep",
     "forget_sweep_batch",
+    "forget_sweep_dataset",
     "normalize",
     "normalize_batch",
+    "normalize_dataset",
     "read_contexts",
     "read_records",
     "read_tombstones",

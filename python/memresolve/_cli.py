@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
-from memresolve import _cli_batch
+from memresolve import _cli_batch, _cli_jobs
 from memresolve._api import resolve
 from memresolve._backend import backend_name
 from memresolve._cli_store_demo import run_store_demo
@@ -143,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     files.add_argument("--format", choices=("text", "json"), default="text")
     files.add_argument("--json", action="store_true", help="the same as --format json")
     _cli_batch.add_parser(commands)
+    _cli_jobs.add_parsers(commands)
     return parser
 
 
@@ -189,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "batch":
         return _cli_batch.run(args, sys.stdout, sys.stderr)
+    if args.command in _cli_jobs.COMMANDS:
+        return _cli_jobs.run(args, sys.stdout, sys.stderr)
     try:
         if args.command == "demo":
             with resources.as_file(STORY) as story:

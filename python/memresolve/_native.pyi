@@ -33,6 +33,7 @@ __all__ = [
     "normalize_rows",
     "purge_rows",
     "resolve_batch",
+    "route_by_id",
     "resolve_rows",
     "scope_id",
     "scope_id_columns",
@@ -145,6 +146,12 @@ def forget_sweep_batch(
     records: object, tombstones: object | None = None, *, with_rows: bool = False
 ) -> Any:
     """``forget_sweep_batch``; with ``with_rows`` a ``row`` column of input rows."""
+
+def route_by_id(
+    batch: object, row_offset: int, parts: int, now: int
+) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """Checks a records batch and splits it by id for normalisation at ``now`` (µs): home
+    rows and part ends, copied lasting corrections and their ends, and the id hashes."""
 
 def resolve_batch(
     records: object,

@@ -44,3 +44,32 @@ pub fn id_hashes(table: &Table<'_>, column: &str) -> Checked<Vec<(u64, u64)>> {
     table.visit_required_text(column, false, |id| hashes.push(id_hash(id)))?;
     Ok(hashes)
 }
+
+/// For each row of a checked records table, the 128-bit hash of its
+/// `supersedes` when it bears that edge at every instant from `now` on
+/// (valid by `now`, no `valid_until`, not stored `expired`: the corrections
+/// that can normalise what they name, `docs/spec.md` §7.1), else `None`.
+///
+/// # Errors
+/// The columns' rules, should they not have been checked.
+pub fn lasting_edges(table: &Table<'_>, now: i64) -> Checked<Vec<Option<(u64, u64)>>> {
+    let valid_from = table.required_instants("valid_from")?;
+    let valid_until = table.optional_instants("valid_until")?;
+    let statuses = if table.has("status") {
+        Some(table.vocabulary::<Status>("status")?)
+    } else {
+        None
+    };
+    let mut edges = Vec::with_capacity(table.rows());
+    table.visit_optional_text("supersedes", false, |target| {
+        let row = edges.len();
+        let lasting = valid_from.get(row).is_some_and(|&from| from <= now)
+            && valid_until.get(row).is_some_and(Option::is_none)
+            && statuses
+                .as_ref()
+                .and_then(|s| s.get(row))
+                .is_none_or(|&status| status != Status::Expired);
+        edges.push(target.filter(|_| lasting).map(id_hash));
+    })?;
+    Ok(edges)
+}

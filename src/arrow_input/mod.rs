@@ -30,7 +30,7 @@ use arrow_schema::{DataType, SchemaRef};
 
 use crate::error::{ErrorKind, InputError};
 
-pub use check::{check_records, id_hashes};
+pub use check::{check_records, id_hashes, lasting_edges};
 pub use contexts::read_contexts;
 pub use records::read_records;
 pub use tombstones::read_tombstones;

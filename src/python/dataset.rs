@@ -11,7 +11,7 @@ use pyo3::types::PyBytes;
 
 use super::batch::{import, Imported};
 use crate::arrow_input::{
-    check_records, id_hashes, read_contexts, read_tombstones, read_values, Table,
+    check_records, id_hashes, lasting_edges, read_contexts, read_tombstones, read_values, Table,
 };
 use crate::error::{Broken, Error};
 use crate::partition::{ConversationParts, Partitioner};
@@ -192,6 +192,59 @@ impl Router {
         }
         Routed::group(self.parts, pairs)
     }
+}
+
+/// The part of a record id among `parts`, from its hash.
+fn part_of_id(hash: (u64, u64), parts: u32) -> u32 {
+    u32::try_from((u128::from(hash.0) * u128::from(parts.max(1))) >> 64).unwrap_or(0)
+}
+
+/// Checks a batch of records, rows `row_offset..` of the input, by every
+/// rule but unique ids, and routes it for normalisation at `now`
+/// (`docs/spec.md` §7.1) by record id: each row to the part of its own id,
+/// and each lasting correction also to the part of the id it names, so a
+/// part holds every record it decides and every edge that can normalise one.
+/// Returns the home rows by part and where each part ends, the copies'
+/// rows by part and their ends, and the `id` hashes in row order.
+#[pyfunction]
+pub(crate) fn route_by_id<'py>(
+    py: Python<'py>,
+    batch: &Bound<'py, PyAny>,
+    row_offset: usize,
+    parts: u32,
+    now: i64,
+) -> PyResult<(Bytes<'py>, Bytes<'py>, Bytes<'py>, Bytes<'py>, Bytes<'py>)> {
+    let imported = import(batch, "records")?;
+    let (home, copies, hashes) = py.detach(|| -> Result<_, Error> {
+        let table = table("records", &imported).starting_at(row_offset);
+        check_records(&table)?;
+        let hashes = id_hashes(&table, "id")?;
+        let edges = lasting_edges(&table, now)?;
+        let mut home = Vec::with_capacity(hashes.len());
+        let mut copies = Vec::new();
+        for (row, (&hash, edge)) in hashes.iter().zip(&edges).enumerate() {
+            let row = row_number(row)?;
+            let own = part_of_id(hash, parts);
+            home.push((own, row));
+            if let Some(target) = edge.map(|target| part_of_id(target, parts)) {
+                if target != own {
+                    copies.push((target, row));
+                }
+            }
+        }
+        Ok((
+            Routed::group(parts, home)?,
+            Routed::group(parts, copies)?,
+            hashes,
+        ))
+    })?;
+    Ok((
+        u32_bytes(py, &home.rows),
+        u32_bytes(py, &home.ends),
+        u32_bytes(py, &copies.rows),
+        u32_bytes(py, &copies.ends),
+        hash_bytes(py, &hashes),
+    ))
 }
 
 fn table<'t>(what: &'static str, imported: &'t Imported) -> Table<'t> {

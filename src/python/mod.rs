@@ -66,7 +66,7 @@ mod _native {
     use super::record::RecordCore;
 
     #[pymodule_export]
-    use super::dataset::Router;
+    use super::dataset::{route_by_id, Router};
 
     #[pymodule_export]
     const RESOLVER_VERSION: &str = model::RESOLVER_VERSION;
