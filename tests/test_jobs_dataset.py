@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -112,10 +113,13 @@ def test_an_id_repeated_in_another_file_is_named_and_nothing_is_written(tmp_path
     directory.mkdir()
     pq.write_table(store.records, directory / "a.parquet")
     pq.write_table(store.records.slice(10, 1), directory / "b.parquet")
-    for job in (mr.normalize_dataset, mr.forget_sweep_dataset):
-        options = {"now": NOW} if job is mr.normalize_dataset else {}
+    jobs: list[Callable[[], object]] = [
+        lambda: mr.normalize_dataset(directory, tmp_path / "out", now=NOW),
+        lambda: mr.forget_sweep_dataset(directory, tmp_path / "out"),
+    ]
+    for job in jobs:
         with pytest.raises(mr.InvalidInputError) as error:
-            job(directory, tmp_path / "out", **options)  # type: ignore[operator]
+            job()
         assert error.value.kind is mr.ErrorKind.DUPLICATE_ID
         assert error.value.file is not None
         assert error.value.file.endswith("b.parquet")
