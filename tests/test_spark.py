@@ -286,3 +286,80 @@ def test_columns_of_the_users_own_do_not_meet_the_plans(spark: Any) -> None:
     ).append_column("_joined", pa.array(["y"] * store.records.num_rows))
     got = mrs.resolve(*_frames(spark, records, contexts, store.tombstones)).toArrow()
     assert by_context(got) == _expected(store.records, store.contexts, store.tombstones)
+
+
+# The background jobs (docs/spec.md §7.3) ----------------------------------------------------
+
+
+def _sorted(table: pa.Table) -> list[tuple[object, ...]]:
+    return sorted(zip(*(column.to_pylist() for column in table.columns), strict=True))
+
+
+def _as_strings(table: pa.Table) -> pa.Table:
+    return pa.table(
+        {
+            name: table.column(name).cast(pa.string())
+            if pa.types.is_dictionary(table.column(name).type)
+            else table.column(name)
+            for name in table.column_names
+        }
+    )
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(stores(max_records=40, max_users=4), st.integers(-2, 2), st.integers(1, 5))
+def test_normalize_and_forget_sweep_give_the_rows_of_their_batch_forms(
+    spark: Any, store: Store, shift: int, partitions: int
+) -> None:
+    from datetime import timedelta  # noqa: PLC0415
+
+    from story import NOW  # noqa: PLC0415
+
+    now = NOW + timedelta(days=shift)
+    records, _, tombstones = arrow_tables(store)
+    frames = _frames(spark, records, tombstones)
+    got = mrs.normalize(frames[0], now=now, tombstones=frames[1], partitions=partitions)
+    expected = mr.normalize_batch(records, now=now, tombstones=tombstones)
+    assert _sorted(got.toArrow()) == _sorted(_as_strings(expected))
+    swept = mrs.forget_sweep(frames[0], frames[1]).toArrow()
+    assert _sorted(swept) == _sorted(_as_strings(mr.forget_sweep_batch(records, tombstones)))
+
+
+def test_normalize_a_generated_store_with_corrections_across_partitions(spark: Any) -> None:
+    store = generate(20_000, seed=5)
+    now = max(store.contexts.column("now").to_pylist())
+    records, tombstones = _frames(spark, store.records, store.tombstones)
+    got = mrs.normalize(records, now=now, tombstones=tombstones, partitions=7).toArrow()
+    expected = mr.normalize_batch(store.records, now=now, tombstones=store.tombstones)
+    assert expected.num_rows > 1_000
+    assert got.schema.names == ["record_id", "old_status", "new_status"]
+    assert _sorted(got) == _sorted(_as_strings(expected))
+
+
+def test_the_jobs_refuse_bad_input(spark: Any) -> None:
+    store = generate(2_000, seed=1)
+    ids = store.records.column("id").to_pylist()
+    ids[1_500] = ids[3]
+    repeated = store.records.set_column(0, "id", pa.array(ids))
+    (frame,) = _frames(spark, repeated)
+    # Equal ids meet in one partition of normalize (split by id), where the core names
+    # the id; the sweep's check across partitions names it too.
+    for job in (
+        lambda: mrs.normalize(frame, now=NOW_UTC, partitions=2),
+        lambda: mrs.forget_sweep(frame),
+    ):
+        with pytest.raises(Exception, match="InvalidInputError") as caught:
+            job().collect()
+        assert ids[3] in str(caught.value)
+    (frame,) = _frames(spark, store.records.drop_columns(["key"]))
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mrs.normalize(frame, now=NOW_UTC)
+    assert caught.value.where()[:2] == (mr.ErrorKind.MISSING_COLUMN, "key")
+    with pytest.raises(mr.InvalidInputError) as naive:
+        mrs.normalize(frame, now=NOW_UTC.replace(tzinfo=None))
+    assert naive.value.kind is mr.ErrorKind.NAIVE_TIME
+
+
+NOW_UTC = generate(10, seed=0).contexts.column("now")[0].as_py()

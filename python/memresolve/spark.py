@@ -1,4 +1,7 @@
-"""The batch job on Spark: ``resolve`` partitions a store by owner and resolves each whole
+"""The batch jobs on Spark. ``normalize`` and ``forget_sweep`` (the background jobs,
+``docs/spec.md`` §7.3) are described in ``memresolve._spark_jobs``.
+
+``resolve`` partitions a store by owner and resolves each whole
 partition with one call into the native core (``docs/spec.md`` §4.3).
 
 The plan, in the DataFrame API only (so it runs on Spark Connect too):
@@ -35,13 +38,29 @@ from typing import TYPE_CHECKING, Any
 
 from memresolve import _validate as check
 from memresolve._canonical import read_columns
+from memresolve._spark_jobs import forget_sweep, forget_sweep_schema, normalize, normalize_schema
+from memresolve._spark_plan import (
+    empty_table,
+    plain,
+    present,
+    raise_repeats,
+    repeated_ids,
+    with_id,
+)
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["output_schema", "resolve"]
+__all__ = [
+    "forget_sweep",
+    "forget_sweep_schema",
+    "normalize",
+    "normalize_schema",
+    "output_schema",
+    "resolve",
+]
 
 _KINDS = ("contexts", "records", "tombstones")
 #: The owner of a row that has none it could be resolved under (its error is raised there).
@@ -105,11 +124,11 @@ def resolve(
             field="partitions",
         )
     columns = {
-        "contexts": _present(contexts, read_columns("contexts", options["with_values"])),
-        "records": _present(records, read_columns("records", options["with_values"])),
+        "contexts": present(contexts, read_columns("contexts", options["with_values"])),
+        "records": present(records, read_columns("records", options["with_values"])),
         "tombstones": ()
         if tombstones is None
-        else _present(tombstones, read_columns("tombstones", options["with_values"])),
+        else present(tombstones, read_columns("tombstones", options["with_values"])),
     }
     _check_schemas(records, contexts, tombstones, columns, options)
 
@@ -142,15 +161,10 @@ def resolve(
         schema,
     )
     # Empty unless an id repeats, when computing it raises: the check runs with the job.
-    repeats = _repeated_ids(records, "records", "id").unionByName(
-        _repeated_ids(contexts, "contexts", "context_id")
+    repeats = repeated_ids(records, "records", "id").unionByName(
+        repeated_ids(contexts, "contexts", "context_id")
     )
-    return resolved.unionByName(repeats.mapInArrow(_raise_repeats, schema))
-
-
-def _present(frame: DataFrame, wanted: tuple[str, ...]) -> tuple[str, ...]:
-    names = set(frame.columns)
-    return tuple(name for name in wanted if name in names)
+    return resolved.unionByName(repeats.mapInArrow(raise_repeats, schema))
 
 
 def _check_schemas(
@@ -165,23 +179,15 @@ def _check_schemas(
     from memresolve import _kernels  # noqa: PLC0415 - the facade's backend choice
 
     empty = {
-        "records": _empty_table(records, columns["records"]),
-        "contexts": _empty_table(contexts, columns["contexts"]),
+        "records": empty_table(records, columns["records"]),
+        "contexts": empty_table(contexts, columns["contexts"]),
         "tombstones": None
         if tombstones is None
-        else _empty_table(tombstones, columns["tombstones"]),
+        else empty_table(tombstones, columns["tombstones"]),
     }
     _kernels.SELECTED_BATCH(
         empty["records"], empty["contexts"], tombstones=empty["tombstones"], **options
     )
-
-
-def _empty_table(frame: DataFrame, names: tuple[str, ...]) -> pa.Table:
-    import pyarrow as pa  # noqa: PLC0415 - pyarrow comes with the spark extra
-    from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415
-
-    schema = to_arrow_schema(frame.select(*names).schema, timezone="UTC")
-    return pa.Table.from_batches([], schema=schema)
 
 
 def _owned(frame: DataFrame, owners: DataFrame) -> tuple[DataFrame, Any]:
@@ -228,44 +234,6 @@ def _packed(
     )
 
 
-def _repeated_ids(frame: DataFrame, what: str, column: str) -> DataFrame:
-    """The ids of ``column`` that occur more than once (``what``, ``column``, ``id``, ``count``).
-
-    In two steps, so that the shuffle carries 8-byte hashes rather than the ids: the
-    64-bit hashes that repeat (almost always none), then, among the rows with such a
-    hash, the ids that really repeat. At 10M UUID ids this took 7-8 s against 10-13 s
-    for grouping the ids themselves.
-    """
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
-    ids = frame.where(F.col(column).isNotNull()).select(
-        F.col(column).alias("id"), F.xxhash64(column).alias("_hash")
-    )
-    suspects = ids.groupBy("_hash").count().where(F.col("count") > 1).select("_hash")
-    return (
-        ids.join(F.broadcast(suspects), "_hash")
-        .groupBy("id")
-        .count()
-        .where(F.col("count") > 1)
-        .select(F.lit(what).alias("what"), F.lit(column).alias("column"), "id", "count")
-    )
-
-
-def _raise_repeats(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Raises ``InvalidInputError`` for the first repeated id of a partition (executor side)."""
-    for batch in batches:
-        if batch.num_rows:
-            what, column, repeated, count = (batch.column(i)[0].as_py() for i in range(4))
-            raise InvalidInputError(
-                f"{what}: {column} {repeated!r} occurs {count} times; ids must be unique"
-                " across the whole input",
-                kind=ErrorKind.DUPLICATE_ID,
-                record_id=repeated if what == "records" else None,
-                field=column,
-            )
-    yield from ()
-
-
 def _resolve_partitions(
     batches: Iterator[pa.RecordBatch], *, options: dict[str, bool], tombstones: bool
 ) -> Iterator[pa.RecordBatch]:
@@ -288,34 +256,9 @@ def _resolve_partitions(
             **options,
         )
     except InvalidInputError as error:
-        raise _with_id(error, tables) from None
+        raise with_id(error, tables) from None
     for batch in result.to_batches():
-        yield _plain(batch)
-
-
-#: The column that names a row of each input in errors.
-_NAMING_COLUMN = {"records": "id", "contexts": "context_id", "tombstones": "key"}
-
-
-def _with_id(error: InvalidInputError, tables: dict[str, pa.Table]) -> InvalidInputError:
-    """``error`` saying which row it is about by its id: a row number within a Spark
-    partition means nothing to the user."""
-    kind = next((k for k in _KINDS if str(error).startswith(f"{k}:")), None)
-    if error.row is None or kind is None or kind not in tables:
-        return error
-    column = _NAMING_COLUMN[kind]
-    table = tables[kind]
-    if column not in table.column_names or error.row >= table.num_rows:
-        return error
-    named = table.column(column)[error.row].as_py()
-    return InvalidInputError(
-        f"{error} (that row is {kind[:-1]} {column} {named!r}; rows are counted within"
-        " a Spark partition)",
-        kind=error.kind,
-        record_id=named if kind == "records" else error.record_id,
-        field=error.field,
-        row=None,
-    )
+        yield plain(batch)
 
 
 def _unpacked(table: pa.Table, kind: str) -> pa.Table:
@@ -335,14 +278,3 @@ def _unpacked(table: pa.Table, kind: str) -> pa.Table:
         [pa.RecordBatch.from_struct_array(chunk) for chunk in structs.chunks],
         schema=pa.schema(list(structs.type)),
     )
-
-
-def _plain(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` with its dictionary columns as plain strings, as Spark reads them."""
-    import pyarrow as pa  # noqa: PLC0415
-
-    columns = [
-        column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
-        for column in batch.columns
-    ]
-    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
