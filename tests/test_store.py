@@ -146,7 +146,8 @@ class StoreAgainstReference(RuleBasedStateMachine):
         for record in new:
             self.first_added[record.id] = record
             self.held[record.id] = record
-            if self._blocked(record):
+            # The forget sweep's rule: blocked, or stored ``forgotten``.
+            if self._blocked(record) or record.status is mr.Status.FORGOTTEN:
                 self.held[record.id] = _erased(record)
                 self.erased_ids.add(record.id)
 
@@ -195,6 +196,18 @@ class StoreAgainstReference(RuleBasedStateMachine):
             self.erased_ids.discard(record_id)
         self.forgets = [t for t in self.forgets if _user_of(t.scope) != user]
 
+    @rule(data=st.data())
+    def normalize(self, data: st.DataObject) -> None:
+        now = data.draw(instants(BASE_NOW))
+        expected = reference.normalize_rows(tuple(self.held.values()), tuple(self.forgets), now)
+        result = self.store.normalize(now)
+        held = list(self.held.values())
+        assert sorted((c.record_id, c.new_status) for c in result) == sorted(
+            (held[row].id, status) for row, status in expected
+        )
+        for record in result.apply(held):
+            self.held[record.id] = record
+
     @rule()
     def reopen(self) -> None:
         self.store.close()
@@ -242,6 +255,31 @@ def test_a_retry_after_a_forget_restores_nothing(tmp_path: Path) -> None:
     assert held is not None
     assert held.value == ""
     assert store.resolve(CONTEXT).reason_for("m1") is mr.Reason.FORGOTTEN
+
+
+def test_normalize_writes_statuses_once_and_a_retry_restores_none(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    harbor = _record("m1", "Harbor")
+    marlowe = harbor.corrected("Marlowe", at=_t(2), id="m2")
+    trip = _record("m3", "Lisbon", key="trip", valid_until=_t(10))
+    store.add([harbor, marlowe, trip])
+    before = store.resolve(CONTEXT)
+    result = store.normalize(CONTEXT.now)
+    assert [(c.record_id, c.new_status.value) for c in result] == [
+        ("m1", "superseded"),
+        ("m3", "expired"),
+    ]
+    assert [r.status.value for r in store.records()] == ["superseded", "active", "expired"]
+    after = store.resolve(CONTEXT)
+    assert [r.id for r in after.active] == [r.id for r in before.active] == ["m2"]
+    assert after.reason_for("m1") is mr.Reason.STATUS_OR_TIME
+    assert len(store.normalize(CONTEXT.now)) == 0
+    assert store.add([harbor]) == 0  # a retry as first added: no status comes back
+    held = store.get("m1")
+    assert held is not None
+    assert held.status is mr.Status.SUPERSEDED
+    with pytest.raises(mr.InvalidInputError):
+        store.normalize(datetime(2026, 7, 30))
 
 
 def test_the_same_id_with_other_content_is_refused_and_nothing_is_written(
@@ -368,8 +406,10 @@ def test_records_survive_reopening_exactly(tmp_path: Path) -> None:
     ]
     with mr.MemoryStore(tmp_path / "m.db") as store:
         store.add(records)
+    # A record stored ``forgotten`` is one the forget sweep purges: its text is never kept.
+    purged = mr.MemoryRecord.from_dict({**records[2].to_dict(), "value": ""})
     with mr.MemoryStore(tmp_path / "m.db") as store:
-        assert list(store.records()) == records
+        assert list(store.records()) == [*records[:2], purged]
         assert store.get("m1") == records[0]
 
 
@@ -427,10 +467,16 @@ def test_the_async_variants_answer_as_the_sync_ones() -> None:
         erased = await store.aforget("k", mr.UserScope("u1"), forgotten_at=_t(2))
         everywhere = await store.aforget_everywhere("pet.name", CONTEXT, at=_t(2))
         record = await store.aget("m1")
+        normalised = await store.anormalize(CONTEXT.now)
         gone = await store.aerase_user("u1")
-        return added, added_arrow, len(before.active), erased, everywhere, record, gone
+        return added, added_arrow, len(before.active), erased, everywhere, record, gone, normalised
 
-    added, added_arrow, active, erased, everywhere, record, gone = asyncio.run(turn())
+    added, added_arrow, active, erased, everywhere, record, gone, normalised = asyncio.run(turn())
+    assert isinstance(normalised, mr.Normalization)
+    assert [(c.record_id, c.new_status.value) for c in normalised] == [
+        ("m1", "forgotten"),
+        ("m2", "forgotten"),
+    ]
     assert (added, added_arrow, active, erased, everywhere) == (1, 1, 2, ("m2",), ("m1",))
     assert isinstance(record, mr.MemoryRecord)
     # k in u1's scope, and pet.name in three of the four scopes the context sees

@@ -36,13 +36,14 @@ from memresolve._arrow import records_from_arrow, records_to_arrow, tombstones_t
 from memresolve._call import record_rows, resolve_prepared
 from memresolve._explain import Explanation, explain_in
 from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
+from memresolve._jobs import Normalization, forget_sweep, normalize
 from memresolve._kernels import SELECTED
 from memresolve._records import MemoryRecord, check_records, check_scope
 from memresolve._result import Resolution
 from memresolve._scopes import Scope, scope_id
 from memresolve._store_cache import ScopeRows, StoreCache
 from memresolve._types import Reason
-from memresolve._validate import Subject, text
+from memresolve._validate import Subject, instant, text
 from memresolve.errors import ErrorKind, InvalidInputError, MemresolveError
 
 __all__ = ["ErasedUser", "MemoryStore"]
@@ -227,8 +228,9 @@ class MemoryStore:
 
         A record whose id the store holds with the same content (as first added) is
         a retry, and changes nothing: not even the text a forget erased since, nor
-        a status rewritten since. A record blocked by a tombstone the store holds is
-        stored with its text erased.
+        a status rewritten since. A record the forget sweep would purge (a tombstone the
+        store holds blocks it, or it is stored ``forgotten``) is stored with its text
+        erased.
 
         Raises:
             InvalidInputError: an item is not a ``MemoryRecord``; two share an id;
@@ -253,12 +255,16 @@ class MemoryStore:
                         field="id",
                         row=index,
                     )
-            bounds = self._forget_bounds(connection, [row for _, row in new])
+            # The forget sweep's rule: text a tombstone blocks, or of a record stored
+            # ``forgotten``, is never stored.
+            purged = forget_sweep(
+                [checked[index] for index, _ in new],
+                self._tombstones_of(connection, [row["scope_id"] for _, row in new]),
+            ).record_ids
             stored_records: list[tuple[str, MemoryRecord]] = []
             for index, row in new:
                 record = checked[index]
-                bound = bounds.get((row["scope_id"], row["key"]))
-                if bound is not None and _evidence(row) <= bound:
+                if row["id"] in purged:
                     row.update(value=_ERASED_TEXT, source_message_ids="[]", erased=1)
                     record = _erased(record)
                 stored_records.append((row["scope_id"], record))
@@ -315,19 +321,52 @@ class MemoryStore:
                 f"VALUES ({_marks(len(columns))})",
                 [itemgetter(*columns)(row) for row in rows],
             )
-            for row in rows:
-                erased.extend(
-                    found["id"]
+            for row, tombstone in zip(rows, tombstones, strict=True):
+                candidates = [
+                    schema.record_from_row(found)
                     for found in connection.execute(
-                        "UPDATE records SET value = ?, source_message_ids = '[]', erased = 1 "
-                        "WHERE scope_id = ? AND key = ? AND erased = 0 "
-                        "AND coalesce(observed_at, valid_from) <= ? RETURNING id",
-                        (_ERASED_TEXT, row["scope_id"], row["key"], row["blocks_sources_before"]),
+                        "SELECT * FROM records WHERE scope_id = ? AND key = ? AND erased = 0",
+                        (row["scope_id"], row["key"]),
                     )
-                )
+                ]
+                blocked = [p.record_id for p in forget_sweep(candidates, [tombstone])]
+                for chunk in _chunks(blocked):
+                    connection.execute(
+                        "UPDATE records SET value = ?, source_message_ids = '[]', erased = 1 "
+                        f"WHERE id IN ({_marks(len(chunk))})",
+                        (_ERASED_TEXT, *chunk),
+                    )
+                erased.extend(blocked)
                 # Reloaded on next use, with the tombstone and the erased text.
                 self._cache.drop(row["scope_id"])
         return tuple(sorted(erased))
+
+    def normalize(self, now: datetime) -> Normalization:
+        """Writes, in one transaction, the statuses ``memresolve.normalize`` gives for the
+        whole store at ``now`` (``docs/spec.md`` §7.1), and returns them. No resolution at
+        ``now`` or later changes its winners; the records keep their content hash, so a
+        retry of one as first added is still a no-op.
+
+        Raises:
+            InvalidInputError: ``now`` is not an aware datetime.
+        """
+        moment = instant(now, Subject("normalize"), "now")
+        with self._transaction() as connection:
+            rows = connection.execute("SELECT * FROM records").fetchall()
+            tombstones = [
+                schema.tombstone_from_row(row)
+                for row in connection.execute("SELECT * FROM tombstones")
+            ]
+            result = normalize(
+                [schema.record_from_row(row) for row in rows], now=moment, tombstones=tombstones
+            )
+            connection.executemany(
+                "UPDATE records SET status = ? WHERE id = ? AND status = 'active'",
+                [(change.new_status.value, change.record_id) for change in result],
+            )
+            if len(result):
+                self._cache.clear()
+        return result
 
     def erase_user(self, user_id: str) -> ErasedUser:
         """Deletes every record and tombstone of ``user_id``: its user and character
@@ -478,6 +517,9 @@ class MemoryStore:
     ) -> tuple[str, ...]:
         return await asyncio.to_thread(self.forget_everywhere, key, context, at=at)
 
+    async def anormalize(self, now: datetime) -> Normalization:
+        return await asyncio.to_thread(self.normalize, now)
+
     async def aerase_user(self, user_id: str) -> ErasedUser:
         return await asyncio.to_thread(self.erase_user, user_id)
 
@@ -498,20 +540,19 @@ class MemoryStore:
         return known
 
     @staticmethod
-    def _forget_bounds(
-        connection: sqlite3.Connection, rows: Sequence[dict[str, Any]]
-    ) -> dict[tuple[str, str], int]:
-        """The latest tombstone bound of each (scope id, key) among ``rows``."""
-        bounds: dict[tuple[str, str], int] = {}
-        scope_ids = list(dict.fromkeys(row["scope_id"] for row in rows))
-        for chunk in _chunks(scope_ids):
-            for found in connection.execute(
-                "SELECT scope_id, key, max(blocks_sources_before) AS bound FROM tombstones "
-                f"WHERE scope_id IN ({_marks(len(chunk))}) GROUP BY scope_id, key",
-                chunk,
-            ):
-                bounds[(found["scope_id"], found["key"])] = found["bound"]
-        return bounds
+    def _tombstones_of(
+        connection: sqlite3.Connection, scope_ids: Sequence[str]
+    ) -> list[ForgetTombstone]:
+        """The tombstones of the scopes ``scope_ids``."""
+        found: list[ForgetTombstone] = []
+        for chunk in _chunks(list(dict.fromkeys(scope_ids))):
+            found.extend(
+                schema.tombstone_from_row(row)
+                for row in connection.execute(
+                    f"SELECT * FROM tombstones WHERE scope_id IN ({_marks(len(chunk))})", chunk
+                )
+            )
+        return found
 
 
 def _outcome(resolution: Resolution, record_id: str) -> Reason | None:
@@ -529,12 +570,6 @@ def _check_context(context: object, call: str) -> None:
             ErrorKind.WRONG_TYPE,
             f"must be a RetrievalContext, got {type(context).__name__}",
         )
-
-
-def _evidence(row: dict[str, Any]) -> int:
-    """The evidence time of a record row (``docs/spec.md`` §2.3)."""
-    observed: int | None = row["observed_at"]
-    return row["valid_from"] if observed is None else observed
 
 
 def _erased(record: MemoryRecord) -> MemoryRecord:
