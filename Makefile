@@ -11,7 +11,7 @@ SPARK_VENV ?= .venv-spark
 SPARK_WHEELS := target/wheels-abi3
 
 
-.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch
+.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch bench-normalize
 
 setup:
 	python3 -m venv $(VENV)
@@ -82,6 +82,9 @@ bench: setup
 # resolve_batch against Polars and DuckDB (minutes; add ARGS="--sizes 10000000" for 10M).
 bench-batch: setup
 	$(PY) benches/bench_batch.py $(ARGS)
+
+bench-normalize: setup
+	$(PY) benches/bench_normalize.py $(ARGS)
 
 # The batch job file to file against DuckDB and Polars, and on Spark against plain Spark SQL,
 # on a generated store: make bench-dataset STORE=/var/tmp/store-10m (see README, Performance).

@@ -28,3 +28,18 @@ def test_the_file_to_file_benchmark_runs(tmp_path: Path) -> None:
     table = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
     assert [line.split(" | ")[0] for line in table] == ["| memresolve", "| duckdb", "| polars"]
     assert len({line.split(" | ")[-1] for line in table}) == 1  # the same rows
+
+
+def test_the_normalisation_benchmark_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHES / "bench_normalize.py"), "--sizes", "20000", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith("| 20,000")]
+    assert [line.split(" | ")[1] for line in table] == ["memresolve", "polars", "duckdb"]
+    assert len({line.split(" | ")[-1] for line in table}) == 1  # the same number of rows
+    assert "reach at 20,000" in done.stdout
