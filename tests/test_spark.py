@@ -346,12 +346,10 @@ def test_the_jobs_refuse_bad_input(spark: Any) -> None:
     (frame,) = _frames(spark, repeated)
     # Equal ids meet in one partition of normalize (split by id), where the core names
     # the id; the sweep's check across partitions names it too.
-    for job in (
-        lambda: mrs.normalize(frame, now=NOW_UTC, partitions=2),
-        lambda: mrs.forget_sweep(frame),
-    ):
+    jobs: list[Any] = [mrs.normalize(frame, now=NOW_UTC, partitions=2), mrs.forget_sweep(frame)]
+    for job in jobs:
         with pytest.raises(Exception, match="InvalidInputError") as caught:
-            job().collect()
+            job.collect()
         assert ids[3] in str(caught.value)
     (frame,) = _frames(spark, store.records.drop_columns(["key"]))
     with pytest.raises(mr.InvalidInputError) as caught:

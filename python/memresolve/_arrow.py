@@ -44,6 +44,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from memresolve import _arguments as arguments
 from memresolve._arrow_reader import (
     as_table,
     pyarrow_module,
@@ -57,7 +58,8 @@ from memresolve._records import MemoryRecord
 from memresolve._rows import scope_columns
 from memresolve._scopes import Scope
 from memresolve._types import DECISION_NAMES, ID_COLUMNS, Certainty, PurgeCause, Status
-from memresolve._validate import to_micros
+from memresolve._validate import Subject, any_text, to_micros
+from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -104,7 +106,7 @@ def records_to_arrow(records: Iterable[MemoryRecord]) -> pa.Table:
     compare equal after a round trip), not their original UTC offsets.
     """
     pa = pyarrow_module()
-    rows = list(records)
+    rows = arguments.items(records, MemoryRecord, "records")
     string, timestamp = pa.string(), _timestamp_type()
     columns: dict[str, Any] = {
         "id": pa.array([r.id for r in rows], string),
@@ -137,7 +139,7 @@ def records_from_arrow(data: object) -> list[MemoryRecord]:
 def contexts_to_arrow(contexts: Iterable[tuple[str, RetrievalContext]]) -> pa.Table:
     """``(context_id, RetrievalContext)`` pairs as a pyarrow ``Table``."""
     pa = pyarrow_module()
-    rows = list(contexts)
+    rows = _context_pairs(contexts)
     string = pa.string()
     return pa.table(
         {
@@ -153,6 +155,21 @@ def contexts_to_arrow(contexts: Iterable[tuple[str, RetrievalContext]]) -> pa.Ta
     )
 
 
+def _context_pairs(contexts: object) -> tuple[tuple[str, RetrievalContext], ...]:
+    """The ``(context_id, RetrievalContext)`` pairs of ``contexts_to_arrow``, checked."""
+    rows = arguments.items(contexts, tuple, "contexts")
+    for row, pair in enumerate(rows):
+        if len(pair) != 2 or not isinstance(pair[1], RetrievalContext):
+            raise InvalidInputError(
+                f"contexts[{row}]: expected a (context_id, RetrievalContext) pair",
+                kind=ErrorKind.WRONG_TYPE,
+                field="contexts",
+                row=row,
+            )
+        any_text(pair[0], Subject(f"contexts[{row}]"), "context_id")
+    return rows
+
+
 def contexts_from_arrow(data: object) -> list[tuple[str, RetrievalContext]]:
     """``(context_id, RetrievalContext)`` pairs from any Arrow table of the contexts schema."""
     return read_contexts_table(data)
@@ -161,7 +178,7 @@ def contexts_from_arrow(data: object) -> list[tuple[str, RetrievalContext]]:
 def tombstones_to_arrow(tombstones: Iterable[ForgetTombstone]) -> pa.Table:
     """Tombstones as a pyarrow ``Table``."""
     pa = pyarrow_module()
-    rows = list(tombstones)
+    rows = arguments.items(tombstones, ForgetTombstone, "tombstones")
     string, timestamp = pa.string(), _timestamp_type()
     return pa.table(
         {

@@ -77,7 +77,7 @@ def resolve_prepared(prepared: Prepared, context: RetrievalContext) -> Resolutio
     return _result(prepared.records, prepared.resolve_rows(context))
 
 
-def record_rows(records: Iterable[MemoryRecord]) -> tuple[MemoryRecord, ...]:
+def record_rows(records: object) -> tuple[MemoryRecord, ...]:
     """The candidates of a call as a tuple (typed as given: not yet checked to be records)."""
     if isinstance(records, str | bytes) or not isinstance(records, Iterable):
         raise InvalidInputError(
@@ -85,7 +85,7 @@ def record_rows(records: Iterable[MemoryRecord]) -> tuple[MemoryRecord, ...]:
             kind=ErrorKind.WRONG_TYPE,
             field="records",
         )
-    return tuple(records)
+    return tuple(records)  # each item is checked by the kernel
 
 
 def checked_tombstones(

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memresolve import _arguments as arguments
 from memresolve import _backend, _kernels
 from memresolve import _validate as check
 from memresolve._arrow_reader import pyarrow_module
@@ -38,7 +39,15 @@ from memresolve.errors import (
     MemoryLimitError,
 )
 
-__all__ = ["DatasetSummary", "Progress", "parse_size", "resolve_dataset"]
+__all__ = [
+    "MAX_PARTS",
+    "DatasetSummary",
+    "Progress",
+    "checked_parts",
+    "checked_progress",
+    "parse_size",
+    "resolve_dataset",
+]
 
 
 #: What a part costs in memory while it is resolved, as a multiple of its
@@ -346,6 +355,40 @@ def _numpy() -> Any:
     return numpy
 
 
+#: The most parts a job may be asked for: each is up to three open spill files.
+MAX_PARTS = 65_536
+
+
+def checked_parts(parts: object) -> int | None:
+    """``parts`` as given to a job: None, or a whole number from 1 to ``MAX_PARTS``."""
+    if parts is None:
+        return None
+    if not isinstance(parts, int) or isinstance(parts, bool):
+        raise InvalidInputError(
+            f"parts: expected a positive int or None, got {type(parts).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="parts",
+        )
+    if not 1 <= parts <= MAX_PARTS:
+        raise InvalidInputError(
+            f"parts: expected 1 to {MAX_PARTS:,}, got {parts}",
+            kind=ErrorKind.OUT_OF_RANGE,
+            field="parts",
+        )
+    return parts
+
+
+def checked_progress(progress: object) -> Progress | None:
+    """``progress`` as given to a job: None, or a callable."""
+    if progress is not None and not callable(progress):
+        raise InvalidInputError(
+            f"progress: expected a callable or None, got {type(progress).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="progress",
+        )
+    return progress
+
+
 def _part_count(sources: list[Source], budget: int, parts: int | None) -> int:
     if parts is not None:
         return max(1, parts)
@@ -424,6 +467,7 @@ def resolve_dataset(
         OSError: from the file system (a full disk), unchanged.
     """
     started = time.perf_counter()
+    parts, progress = checked_parts(parts), checked_progress(progress)
     options = {
         "include_excluded": check.flag(include_excluded, "include_excluded"),
         "with_values": check.flag(with_values, "with_values"),
@@ -435,7 +479,10 @@ def resolve_dataset(
             f"memory_limit {_shown_bytes(limit)} is below what the job needs to run at all"
             f" (about {_shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
         )
-    target = Path(output)
+    target = arguments.path(output, "output")
+    spill_directory = (
+        None if spill_directory is None else arguments.path(spill_directory, "spill_directory")
+    )
     if target.exists() and not overwrite:
         raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
     native = _backend.NATIVE

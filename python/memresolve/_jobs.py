@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memresolve import _arguments as arguments
 from memresolve import _job_kernels
 from memresolve import _validate as check
 from memresolve._call import checked_tombstones, record_rows
@@ -83,6 +84,7 @@ class Normalization:
     def apply(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
         """``records`` in the same order, each changed one rebuilt with its new status."""
         new = {change.record_id: change.new_status for change in self.changes}
+        records = arguments.items(records, MemoryRecord, "records")
         return [
             record
             if record.id not in new
@@ -173,6 +175,7 @@ class PurgePlan:
         """``records`` in the same order, each purged one rebuilt with an empty value and
         no source message ids: what a store keeps after erasing it."""
         ids = self.record_ids
+        records = arguments.items(records, MemoryRecord, "records")
         return [
             record
             if record.id not in ids

@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memresolve import _arguments as arguments
 from memresolve import _backend
 from memresolve import _validate as check
 from memresolve._arrow_reader import pyarrow_module
@@ -46,6 +47,8 @@ from memresolve._dataset import (
     _check_unique,
     _publish,
     _shown_bytes,
+    checked_parts,
+    checked_progress,
     parse_size,
 )
 from memresolve._sources import Source, in_file
@@ -141,7 +144,10 @@ def _start(
             f"memory_limit {_shown_bytes(limit)} is below what the job needs to run at all"
             f" (about {_shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
         )
-    target = Path(output)
+    target = arguments.path(output, "output")
+    spill_directory = (
+        None if spill_directory is None else arguments.path(spill_directory, "spill_directory")
+    )
     if target.exists() and not overwrite:
         raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
     native = _backend.NATIVE
@@ -225,6 +231,8 @@ def normalize_dataset(
     """
     moment = check.instant(now, check.Subject("argument"), "now")
     micros = check.to_micros(moment)
+    parts = checked_parts(parts)
+    progress = checked_progress(progress)
     with ExitStack() as cleanup:
         run, target = _start(
             output,
@@ -355,6 +363,7 @@ def forget_sweep_dataset(
         BackendUnavailableError: the compiled core is not in use.
         FileExistsError: ``output`` exists and ``overwrite`` is not set.
     """
+    progress = checked_progress(progress)
     with ExitStack() as cleanup:
         run, target = _start(
             output,

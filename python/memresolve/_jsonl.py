@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import IO, Any, TypeAlias, TypeVar
 
+from memresolve import _arguments as arguments
 from memresolve import _validate as check
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import RECORD_DEFAULTS, RECORD_FIELDS, MemoryRecord
@@ -269,10 +269,17 @@ def tombstone_from_json(obj: object) -> ForgetTombstone:
 @contextmanager
 def _opened_for_writing(target: Source) -> Iterator[IO[str]]:
     if isinstance(target, str | os.PathLike):
-        with Path(target).open("w", encoding="utf-8", newline="\n") as f:
+        with arguments.path(target, "destination").open("w", encoding="utf-8", newline="\n") as f:
             yield f
-    else:
+    elif callable(getattr(target, "write", None)):
         yield target
+    else:
+        raise InvalidInputError(
+            "destination: expected a path or a text stream with write(), got"
+            f" {type(target).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="destination",
+        )
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
@@ -292,7 +299,7 @@ def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
     """(file name, 1-based line number, text) of every line; undecodable bytes are an error."""
     if isinstance(source, str | os.PathLike):
         # Decoded line by line, so that a bad byte is reported on its own line.
-        with Path(source).open("rb") as raw:
+        with arguments.path(source, "source").open("rb") as raw:
             for number, data in enumerate(raw, start=1):
                 try:
                     yield str(source), number, data.decode("utf-8")
@@ -303,7 +310,14 @@ def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
                         line=number,
                     ) from None
         return
+    if isinstance(source, bytes) or not isinstance(source, Iterable):
+        raise InvalidInputError(
+            f"source: expected a path or a text stream, got {type(source).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="source",
+        )
     name = getattr(source, "name", "<stream>")
+    name = name if isinstance(name, str) else "<stream>"
     number = 0
     lines = iter(source)
     while True:
@@ -318,6 +332,14 @@ def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
                 line=number + 1,
             ) from None
         number += 1
+        if not isinstance(line, str):
+            raise InvalidInputError(
+                f"{name} line {number}: expected text (str), got {type(line).__name__};"
+                " open the file in text mode",
+                kind=ErrorKind.WRONG_TYPE,
+                field="source",
+                line=number,
+            )
         yield name, number, line
 
 
@@ -350,9 +372,17 @@ def _parse_line(line: str, parse: Callable[[object], T], name: str, number: int)
         ) from None
 
 
-def _write(items: Iterable[T], destination: Source, to_json: Callable[[T], JsonObject]) -> None:
+def _write(
+    items: Iterable[T],
+    expected: type[T],
+    field: str,
+    destination: Source,
+    to_json: Callable[[T], JsonObject],
+) -> None:
+    # Every item is checked before the destination is opened: nothing half-written.
+    rows = arguments.items(items, expected, field)
     with _opened_for_writing(destination) as out:
-        for item in items:
+        for item in rows:
             out.write(json.dumps(to_json(item), ensure_ascii=False, allow_nan=False))
             out.write("\n")
 
@@ -364,7 +394,7 @@ def read_records(source: Source) -> list[MemoryRecord]:
 
 def write_records(records: Iterable[MemoryRecord], destination: Source) -> None:
     """Write ``records`` as JSON Lines; ``read_records`` reads them back equal."""
-    _write(records, destination, record_to_json)
+    _write(records, MemoryRecord, "records", destination, record_to_json)
 
 
 def read_contexts(source: Source) -> list[RetrievalContext]:
@@ -373,7 +403,7 @@ def read_contexts(source: Source) -> list[RetrievalContext]:
 
 
 def write_contexts(contexts: Iterable[RetrievalContext], destination: Source) -> None:
-    _write(contexts, destination, context_to_json)
+    _write(contexts, RetrievalContext, "contexts", destination, context_to_json)
 
 
 def read_tombstones(source: Source) -> list[ForgetTombstone]:
@@ -382,4 +412,4 @@ def read_tombstones(source: Source) -> list[ForgetTombstone]:
 
 
 def write_tombstones(tombstones: Iterable[ForgetTombstone], destination: Source) -> None:
-    _write(tombstones, destination, tombstone_to_json)
+    _write(tombstones, ForgetTombstone, "tombstones", destination, tombstone_to_json)

@@ -94,6 +94,12 @@ def certainty_of(record: MemoryRecord) -> Certainty:
 
 def to_prompt_memory(record: MemoryRecord) -> PromptMemory:
     """Project a winner for the prompt: key, value, how certain it may be stated, its scope."""
+    if not isinstance(record, MemoryRecord):
+        raise InvalidInputError(
+            f"record: expected a MemoryRecord, got {type(record).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="record",
+        )
     return PromptMemory(record.key, record.value, certainty_of(record), record.scope)
 
 

@@ -206,6 +206,13 @@ def scope_id(scope: Scope) -> str:
     >>> scope_id(ConversationScope("k1", user_id="u1"))
     'conversation:k1::u1'
     """
+    if type(scope) not in SCOPE_TYPES:
+        raise InvalidInputError(
+            f"scope: expected UserScope, CharacterScope, ConversationScope or SceneScope, got"
+            f" {type(scope).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="scope",
+        )
     text_id = ":".join((scope.kind.value, *map(_escape, scope.fields)))
     owner = scope_owner(scope)
     return text_id if owner is None else f"{text_id}::{_escape(owner)}"

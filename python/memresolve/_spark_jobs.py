@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from memresolve import _validate as check
 from memresolve._canonical import read_columns
-from memresolve._spark_plan import empty_table, plain, present, raise_repeats, repeated_ids, with_id
+from memresolve._spark_plan import (
+    dataframe,
+    empty_table,
+    plain,
+    present,
+    raise_repeats,
+    repeated_ids,
+    with_id,
+)
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
@@ -93,6 +101,9 @@ def normalize(
 
     from memresolve import _job_kernels  # noqa: PLC0415 - the facade's backend choice
 
+    dataframe(records, "records")
+    if tombstones is not None:
+        dataframe(tombstones, "tombstones")
     moment = check.instant(now, check.Subject("argument"), "now")
     _checked_partitions(partitions)
     columns = present(records, read_columns("records", False))
@@ -188,6 +199,9 @@ def forget_sweep(records: DataFrame, tombstones: DataFrame | None = None) -> Dat
     """
     from memresolve import _job_kernels  # noqa: PLC0415 - the facade's backend choice
 
+    dataframe(records, "records")
+    if tombstones is not None:
+        dataframe(tombstones, "tombstones")
     columns = present(records, read_columns("records", False))
     forgets = _collected(tombstones)
     _job_kernels.SELECTED_JOBS.forget_sweep_batch(empty_table(records, columns), forgets)

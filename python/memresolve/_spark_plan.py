@@ -12,7 +12,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["empty_table", "plain", "present", "raise_repeats", "repeated_ids", "with_id"]
+__all__ = [
+    "dataframe",
+    "empty_table",
+    "plain",
+    "present",
+    "raise_repeats",
+    "repeated_ids",
+    "with_id",
+]
 
 _KINDS = ("contexts", "records", "tombstones")
 
@@ -102,3 +110,15 @@ def plain(batch: pa.RecordBatch) -> pa.RecordBatch:
         for column in batch.columns
     ]
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def dataframe(value: object, field: str) -> None:
+    """Checks that ``value`` is a Spark DataFrame (classic or Spark Connect)."""
+    from pyspark.sql import DataFrame as SparkFrame  # noqa: PLC0415 - an optional extra
+
+    if not isinstance(value, SparkFrame):
+        raise InvalidInputError(
+            f"{field}: expected a Spark DataFrame, got {type(value).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field=field,
+        )

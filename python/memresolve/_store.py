@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from memresolve import _arguments as arguments
 from memresolve import _store_schema as schema
 from memresolve._api import resolve_batch
 from memresolve._arrow import records_from_arrow, records_to_arrow, tombstones_to_arrow
@@ -97,7 +98,7 @@ class MemoryStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._path = None if path is None else Path(path)
+        self._path = None if path is None else arguments.path(path, "path")
         self._lock = threading.RLock()
         self._cache = StoreCache(self._load_scopes, SELECTED.prepare)
         self._connection = self._open()

@@ -41,7 +41,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final, cast
 
 from memresolve import _validate as check
-from memresolve._call import resolve_with
+from memresolve._call import checked_tombstones, record_rows, resolve_with
 from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
 from memresolve._records import MemoryRecord, check_records
 from memresolve._result import RawResolution
@@ -63,6 +63,7 @@ from memresolve._types import (
     decision_code,
 )
 from memresolve._validate import to_micros
+from memresolve.errors import ErrorKind
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -268,6 +269,14 @@ def decide(
     ]
 
 
+def _checked_tombstones(tombstones: object) -> tuple[ForgetTombstone, ...]:
+    """A kernel's tombstones: each a ``ForgetTombstone`` whose scope is still one."""
+    rows = checked_tombstones(tombstones)  # type: ignore[arg-type]  # checked here
+    for row, tombstone in enumerate(rows):
+        check_tombstone_scope(tombstone, row)
+    return rows
+
+
 def resolve_rows(
     records: tuple[object, ...],
     context: RetrievalContext,
@@ -277,9 +286,14 @@ def resolve_rows(
 
     The context and tombstones are already checked by the facade.
     """
-    checked = check_records(records)
-    for row, tombstone in enumerate(tombstones):
-        check_tombstone_scope(tombstone, row)
+    checked = check_records(record_rows(records))
+    tombstones = _checked_tombstones(tombstones)
+    if not isinstance(context, RetrievalContext):
+        check.Subject("argument").fail(
+            "context",
+            ErrorKind.WRONG_TYPE,
+            f"must be a RetrievalContext, got {type(context).__name__}",
+        )
     outcomes = decide(checked, context, tombstones)
     active = sorted(
         (row for row, outcome in enumerate(outcomes) if outcome is None),
@@ -440,9 +454,9 @@ def normalize_rows(
     records: Sequence[object], tombstones: Sequence[ForgetTombstone], now: datetime
 ) -> list[tuple[int, Status]]:
     """The backend kernel of ``normalize``: (row, new status) of each change, by row."""
-    checked = check_records(records)
-    for row, tombstone in enumerate(tombstones):
-        check_tombstone_scope(tombstone, row)
+    checked = check_records(record_rows(records))
+    tombstones = _checked_tombstones(tombstones)
+    now = check.instant(now, check.Subject("argument"), "now")
     lasting: defaultdict[str, list[Scope]] = defaultdict(list)
     for record in checked:
         if record.supersedes is not None and bears_edge_from(record, now):
@@ -469,9 +483,8 @@ def purge_rows(
     records: Sequence[object], tombstones: Sequence[ForgetTombstone]
 ) -> list[tuple[int, PurgeCause]]:
     """The backend kernel of ``forget_sweep``: (row, cause) of each purge, by row."""
-    checked = check_records(records)
-    for row, tombstone in enumerate(tombstones):
-        check_tombstone_scope(tombstone, row)
+    checked = check_records(record_rows(records))
+    tombstones = _checked_tombstones(tombstones)
     purged = []
     for row, record in enumerate(checked):
         cause = purge_cause(record, tombstones)

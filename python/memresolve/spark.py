@@ -40,6 +40,7 @@ from memresolve import _validate as check
 from memresolve._canonical import read_columns
 from memresolve._spark_jobs import forget_sweep, forget_sweep_schema, normalize, normalize_schema
 from memresolve._spark_plan import (
+    dataframe,
     empty_table,
     plain,
     present,
@@ -111,6 +112,10 @@ def resolve(
     """
     from pyspark.sql import functions as F  # noqa: PLC0415 - pyspark is an optional extra
 
+    dataframe(records, "records")
+    dataframe(contexts, "contexts")
+    if tombstones is not None:
+        dataframe(tombstones, "tombstones")
     options = {
         "include_excluded": check.flag(include_excluded, "include_excluded"),
         "with_values": check.flag(with_values, "with_values"),

@@ -25,7 +25,8 @@ from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._scopes import CharacterScope, ConversationScope, SceneScope, Scope, UserScope
 from memresolve._types import Authority, Status
-from memresolve._validate import INT64_MAX, INT64_MIN
+from memresolve._validate import INT64_MAX, INT64_MIN, Subject, instant
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
     "BASE_NOW",
@@ -83,6 +84,7 @@ def identifiers(max_size: int = 3) -> st.SearchStrategy[str]:
 
 def instants(around: datetime = BASE_NOW) -> st.SearchStrategy[datetime]:
     """Instants on or next to ``around`` (mostly), in one of several UTC offsets."""
+    around = _checked_now(around, "around")
     near = st.sampled_from(_NEAR)
     anywhere = st.integers(-60 * 86_400_000_000, 60 * 86_400_000_000).map(
         lambda us: timedelta(microseconds=us)
@@ -139,6 +141,20 @@ def universes(max_users: int = 2) -> st.SearchStrategy[Universe]:
     return st.builds(Universe, _pool(max_users), _pool(2), _pool(2), _pool(2), _pool(3))
 
 
+def _checked_now(now: object, field: str = "now") -> datetime:
+    return instant(now, Subject("argument"), field)
+
+
+def _checked_universe(universe: object) -> Universe:
+    if not isinstance(universe, Universe):
+        raise InvalidInputError(
+            f"universe: expected a Universe, got {type(universe).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="universe",
+        )
+    return universe
+
+
 def scopes(universe: Universe) -> st.SearchStrategy[Scope]:
     """A scope of any kind whose ids come from ``universe``.
 
@@ -147,6 +163,7 @@ def scopes(universe: Universe) -> st.SearchStrategy[Scope]:
     context of one user meets the owned scopes of another (which it must
     not see) and the unowned ones (which it must).
     """
+    universe = _checked_universe(universe)
     users = _mostly_first(universe.user_ids)
     owners = st.one_of(st.none(), st.sampled_from(universe.user_ids))
     conversations = _mostly_first(universe.conversation_ids)
@@ -162,6 +179,9 @@ def contexts(
     universe: Universe | None = None, now: datetime = BASE_NOW
 ) -> st.SearchStrategy[RetrievalContext]:
     """A context in ``universe`` (drawn if not given), with or without a scene."""
+    now = _checked_now(now)
+    if universe is not None:
+        universe = _checked_universe(universe)
     pools = st.just(universe) if universe is not None else universes()
     return pools.flatmap(
         lambda u: st.builds(
@@ -183,6 +203,8 @@ def memory_records(
     now: datetime = BASE_NOW,
 ) -> st.SearchStrategy[MemoryRecord]:
     """One record in ``universe``; every field drawn to sit on a decision boundary."""
+    universe = _checked_universe(universe)
+    now = _checked_now(now)
     return st.builds(
         MemoryRecord,
         id=record_id if record_id is not None else identifiers(4),

@@ -1,0 +1,291 @@
+"""The error contract (docs/errors.md): every public callable, given hostile arguments of
+every wrong type and shape, returns or raises a ``MemresolveError``, never an exception from
+inside the package.
+
+The walk fills every parameter with a valid value, then replaces one at a time with each
+hostile value. Allowed besides ``MemresolveError``: ``OSError`` from the file system
+(passed through unchanged), ``KeyError`` from a ``Resolution`` asked about an id that was
+not a candidate (documented), and the caller's own exception raised by its own object.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import memresolve as mr
+from memresolve import reference
+from memresolve import testing as mrt
+
+T = datetime(2026, 7, 2, tzinfo=UTC)
+RECORD = mr.MemoryRecord(
+    id="m1",
+    key="k",
+    value="v",
+    scope=mr.UserScope("u"),
+    authority="model-inferred",
+    confidence=0.5,
+    valid_from=datetime(2026, 7, 1, tzinfo=UTC),
+)
+CONTEXT = mr.RetrievalContext(now=T, user_id="u", character_id="c", conversation_id="k")
+TOMBSTONE = mr.ForgetTombstone(key="k", scope=mr.UserScope("u"), forgotten_at=T)
+
+
+class CallerError(Exception):
+    """What the caller's own hostile object raises: it passes through, as in any library."""
+
+
+class Raising:
+    def __getattr__(self, name: str) -> Any:
+        raise CallerError(name)
+
+    def __iter__(self) -> Iterator[Any]:
+        raise CallerError("iter")
+
+    def __len__(self) -> int:
+        raise CallerError("len")
+
+
+HOSTILE: list[object] = [
+    None,
+    0,
+    -1,
+    10**30,
+    1.5,
+    float("nan"),
+    True,
+    "",
+    "x",
+    "\ud800",
+    b"x",
+    [],
+    [None],
+    [1],
+    ["\ud800"],
+    {},
+    object(),
+    Raising(),
+    [Raising()],
+    datetime(2026, 7, 1),  # naive
+    [RECORD, RECORD],
+    pa.table({"a": [1]}),
+]
+
+#: Arrow inputs for the functions that take tables.
+TABLE_FUNCTIONS = {
+    "resolve_batch",
+    "resolve_dataset",
+    "normalize_batch",
+    "forget_sweep_batch",
+    "normalize_dataset",
+    "forget_sweep_dataset",
+}
+
+
+def _valid(function: str, parameter: inspect.Parameter, scratch: Path) -> object:
+    """A valid value for ``parameter`` of ``function``."""
+    name = parameter.name
+    if function in TABLE_FUNCTIONS and name in ("records", "contexts", "tombstones"):
+        return {
+            "records": mr.records_to_arrow([RECORD]),
+            "contexts": mr.contexts_to_arrow([("c1", CONTEXT)]),
+            "tombstones": mr.tombstones_to_arrow([TOMBSTONE]),
+        }[name]
+    if name == "output":
+        return scratch / f"out-{os.urandom(6).hex()}"
+    if name == "source":
+        path = scratch / f"{function}.jsonl"
+        if not path.exists():
+            if function == "read_records":
+                mr.write_records([RECORD], path)
+            elif function == "read_contexts":
+                mr.write_contexts([CONTEXT], path)
+            else:
+                mr.write_tombstones([TOMBSTONE], path)
+        return path
+    valid: dict[str, object] = {
+        "records": [RECORD],
+        "contexts": [CONTEXT] if function == "write_contexts" else [("c1", CONTEXT)],
+        "context": CONTEXT,
+        "tombstones": [TOMBSTONE],
+        "now": T,
+        "at": T,
+        "key": "k",
+        "scope": mr.UserScope("u"),
+        "record": RECORD,
+        "user_id": "u",
+        "character_id": "c",
+        "conversation_id": "k",
+        "scene_id": "s",
+        "destination": scratch / "written.jsonl",
+        "data": mr.records_to_arrow([RECORD]),
+        "table": mr.records_to_arrow([RECORD]),
+        "text_id": "user:u",
+        "record_id": "m1",
+        "value": "v",
+        "id": "m9",
+        "row": RECORD.to_dict(),
+        "path": None,
+        "universe": mrt.Universe(("u",), ("c",), ("k",), ("s",), ("key",)),
+    }
+    if name in valid:
+        return valid[name]
+    return None if parameter.default is inspect.Parameter.empty else parameter.default
+
+
+def _public_callables() -> list[tuple[str, Callable[..., Any]]]:
+    resolution = mr.resolve([RECORD], CONTEXT)
+    store = mr.MemoryStore()
+    store.add([RECORD])
+    found: list[tuple[str, Callable[..., Any]]] = [
+        (name, getattr(mr, name))
+        for name in mr.__all__
+        if callable(getattr(mr, name))
+        and (not inspect.isclass(getattr(mr, name)) or name in CONSTRUCTED)
+    ]
+    found += [(f"reference.{name}", getattr(reference, name)) for name in REFERENCE_ENTRY_POINTS]
+    found += [
+        (f"MemoryStore.{name}", getattr(store, name))
+        for name in (
+            "add",
+            "add_arrow",
+            "forget",
+            "forget_everywhere",
+            "erase_user",
+            "normalize",
+            "resolve",
+            "explain",
+            "history",
+            "get",
+            "resolve_batch",
+        )
+    ]
+    found += [
+        ("MemoryRecord.corrected", RECORD.corrected),
+        ("MemoryRecord.from_dict", mr.MemoryRecord.from_dict),
+        ("Resolution.reason_for", resolution.reason_for),
+        ("Resolution.is_active", resolution.is_active),
+        ("Resolution.prompt_memories", resolution.prompt_memories),
+        ("Normalization.apply", mr.normalize([RECORD], now=T).apply),
+        ("PurgePlan.apply", mr.forget_sweep([RECORD], [TOMBSTONE]).apply),
+    ]
+    found += [
+        (f"testing.{name}", getattr(mrt, name))
+        for name in mrt.__all__
+        if callable(getattr(mrt, name)) and not inspect.isclass(getattr(mrt, name))
+    ]
+    return found
+
+
+#: Classes called with hostile arguments (the scope classes take ids as ordinary parameters
+#: and a call of the wrong shape is Python's TypeError, docs/spec.md §1.3).
+CONSTRUCTED = {"MemoryRecord", "RetrievalContext", "ForgetTombstone", "MemoryStore"}
+#: The reference's entry points. Its stage functions (``in_validity_interval``, ``covers``,
+#: ...) take values the entry points have checked, as the spec's prose does, and are left out.
+REFERENCE_ENTRY_POINTS = (
+    "resolve",
+    "resolve_batch",
+    "resolve_rows",
+    "normalize_batch",
+    "normalize_rows",
+    "forget_sweep_batch",
+    "purge_rows",
+    "scope_id",
+)
+
+
+def _calls(
+    name: str, function: Callable[..., Any], scratch: Path
+) -> Iterator[tuple[str, object, list[object], dict[str, object]]]:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    parameters = [
+        p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    short = name.rsplit(".", 1)[-1]
+    for target in parameters:
+        for hostile in HOSTILE:
+            args: list[object] = []
+            kwargs: dict[str, object] = {}
+            for parameter in parameters:
+                value = hostile if parameter is target else _valid(short, parameter, scratch)
+                positional = parameter.kind == parameter.POSITIONAL_ONLY or (
+                    parameter.kind == parameter.POSITIONAL_OR_KEYWORD
+                    and parameter.default is inspect.Parameter.empty
+                )
+                if positional:
+                    args.append(value)
+                else:
+                    kwargs[parameter.name] = value
+            yield target.name, hostile, args, kwargs
+
+
+def test_no_public_callable_raises_outside_the_contract(tmp_path: Path) -> None:
+    escapes: list[str] = []
+    calls = 0
+    for name, function in _public_callables():
+        for parameter, hostile, args, kwargs in _calls(name, function, tmp_path):
+            calls += 1
+            try:
+                result = function(*args, **kwargs)
+                if isinstance(result, mr.MemoryStore):
+                    result.close()
+            except (mr.MemresolveError, OSError, CallerError):
+                pass
+            except KeyError:
+                if not name.startswith("Resolution."):
+                    escapes.append(f"{name}({parameter}={hostile!r}): KeyError")
+            except Exception as exc:
+                escapes.append(f"{name}({parameter}={hostile!r:.40}): {type(exc).__name__}: {exc}")
+    assert calls > 3_000
+    assert escapes == [], f"{len(escapes)} escapes:\n" + "\n".join(escapes[:40])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["resolve", "{missing}"],
+        ["resolve", "{records}", "--now", "2026-07-30T12:00"],
+        ["resolve", "{records}", "--now", "not a time", "--user", "u"],
+        ["resolve", "{records}", "--user", "\udcff"],
+        ["batch", "{missing}", "{missing}", "--out", "{out}"],
+        ["batch", "{records}", "{records}", "--out", "{out}", "--memory-limit", "lots"],
+        ["normalize", "{missing}", "--now", "2026-07-30T12:00Z", "--out", "{out}"],
+        ["normalize", "{records}", "--now", "2026-07-30T12:00Z", "--out", "{out}"],
+        ["forget-sweep", "{missing}", "--tombstones", "{missing}", "--out", "{out}"],
+        ["demo", "--store", "{scratch}"],
+    ],
+)
+def test_the_command_answers_bad_input_with_a_message_and_status(
+    argv: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / "records.jsonl").write_text("{not json\n", encoding="utf-8")
+    places = {
+        "missing": str(tmp_path / "missing"),
+        "records": str(tmp_path / "records.jsonl"),
+        "out": str(tmp_path / "out"),
+        "scratch": str(tmp_path),
+    }
+    command = [part.format(**places) if "{" in part else part for part in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "memresolve", *command],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode in (1, 2), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip()
