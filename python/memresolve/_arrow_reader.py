@@ -169,6 +169,18 @@ class _Reader:
             raise self.fail(column, ErrorKind.MISSING_COLUMN, "is missing")
         return self.table.column(column)
 
+    def validated(self, column: str, values: pa.ChunkedArray) -> pa.ChunkedArray:
+        """``values``, fully validated (offsets, UTF-8) before a row is read, as the native
+        reader validates each chunk: invalid data is ``malformed``, never a decoding error."""
+        pa = pyarrow_module()
+        try:
+            values.validate(full=True)
+        except (pa.ArrowInvalid, pa.ArrowException) as exc:
+            raise self.fail(
+                column, ErrorKind.MALFORMED, f"is not valid Arrow data: {exc}"
+            ) from None
+        return values
+
     def _all_null(self, column: str, *, required: bool) -> list[Any]:
         """A column of the Arrow ``null`` type: every row null."""
         if required and self.rows:
@@ -189,7 +201,7 @@ class _Reader:
             raise self.fail(
                 column, ErrorKind.WRONG_TYPE, f"must be a string column, got {values.type}"
             )
-        texts: list[str | None] = values.to_pylist()
+        texts: list[str | None] = self.validated(column, values).to_pylist()
         for row, text in enumerate(texts):
             if text is None:
                 if required:
@@ -234,7 +246,7 @@ class _Reader:
                 f"is a timestamp without a time zone ({kind}); memresolve never assumes one",
             )
         per_second = _PER_SECOND[kind.unit]
-        ticks: list[int | None] = values.cast(pa.int64()).to_pylist()
+        ticks: list[int | None] = self.validated(column, values).cast(pa.int64()).to_pylist()
         micros: list[int | None] = []
         for row, tick in enumerate(ticks):
             if tick is None:
@@ -403,7 +415,8 @@ def read_records_table(data: object, *, with_values: bool) -> list[MemoryRecord]
     if with_values:
         values = reader.text("value", required=True, nonempty=False)
         if reader.has("source_message_ids"):
-            sources = reader.table.column("source_message_ids").to_pylist()
+            column = reader.table.column("source_message_ids")
+            sources = reader.validated("source_message_ids", column).to_pylist()
     records = []
     for row in range(rows):
         try:
