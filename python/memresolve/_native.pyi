@@ -28,6 +28,7 @@ __all__ = [
     "RecordCore",
     "Router",
     "__version__",
+    "_panic_for_tests",
     "forget_sweep_batch",
     "normalize_batch",
     "normalize_rows",
@@ -60,6 +61,9 @@ def scope_id_columns() -> list[list[str]]:
 
 def scope_owner_columns() -> list[str | None]:
     """The owner column of each scope kind (``None``: the kind has none), by kind code."""
+
+def _panic_for_tests() -> None:
+    """Panics inside the native panic guard: raises ``InternalError`` (a test hook)."""
 
 def scope_id(kind: str, fields: list[str], owner: str | None = None) -> str:
     """The canonical scope identifier (``docs/spec.md`` §1.2), computed by the Rust core."""

@@ -370,7 +370,8 @@ class MemoryRecord(_RecordMethods, _Storage):
     confidence: float
     valid_from: datetime
     valid_until: datetime | None
-    source_message_ids: tuple[str, ...]
+    # Links to the user's messages, erased with the value when forgotten: not shown either.
+    source_message_ids: tuple[str, ...] = field(repr=False)
     supersedes: str | None
     version: int
     observed_at: datetime | None
@@ -424,6 +425,7 @@ def _pure_python_twin() -> type[MemoryRecord]:
         "__slots__": (),
         "__annotations__": dict(MemoryRecord.__annotations__),
         "value": field(repr=False),
+        "source_message_ids": field(repr=False),
         "__reduce__": MemoryRecord.__reduce__,
     }
     twin: type[MemoryRecord] = dataclass(frozen=True, init=False, kw_only=True)(

@@ -113,7 +113,7 @@ impl Router {
         row_offset: usize,
     ) -> PyResult<(Bytes<'py>, Bytes<'py>, Bytes<'py>)> {
         let imported = import(batch, "contexts")?;
-        let (routed, hashes) = py.detach(|| -> Result<_, Error> {
+        let (routed, hashes) = detached(py, || -> Result<_, Error> {
             let table = table("contexts", &imported).starting_at(row_offset);
             let (_, contexts) = read_contexts(&table)?;
             let mut conversations = self.conversations();
@@ -145,7 +145,7 @@ impl Router {
         row_offset: usize,
     ) -> PyResult<(Bytes<'py>, Bytes<'py>, Bytes<'py>)> {
         let imported = import(batch, "records")?;
-        let (routed, hashes) = py.detach(|| -> Result<_, Error> {
+        let (routed, hashes) = detached(py, || -> Result<_, Error> {
             let table = table("records", &imported).starting_at(row_offset);
             let scopes = check_records(&table)?;
             if self.with_values {
@@ -170,7 +170,7 @@ impl Router {
         row_offset: usize,
     ) -> PyResult<(Bytes<'py>, Bytes<'py>)> {
         let imported = import(batch, "tombstones")?;
-        let routed = py.detach(|| -> Result<_, Error> {
+        let routed = detached(py, || -> Result<_, Error> {
             let table = table("tombstones", &imported).starting_at(row_offset);
             let scopes: Vec<ScopeRef<'_>> = read_tombstones(&table)?
                 .iter()
@@ -215,7 +215,7 @@ pub(crate) fn route_by_id<'py>(
     now: i64,
 ) -> PyResult<(Bytes<'py>, Bytes<'py>, Bytes<'py>, Bytes<'py>, Bytes<'py>)> {
     let imported = import(batch, "records")?;
-    let (home, copies, hashes) = py.detach(|| -> Result<_, Error> {
+    let (home, copies, hashes) = detached(py, || -> Result<_, Error> {
         let table = table("records", &imported).starting_at(row_offset);
         check_records(&table)?;
         let hashes = id_hashes(&table, "id")?;
@@ -245,6 +245,19 @@ pub(crate) fn route_by_id<'py>(
         u32_bytes(py, &copies.ends),
         hash_bytes(py, &hashes),
     ))
+}
+
+/// Runs `work` with the interpreter released; a panic in it (Arrow's code runs
+/// there too) becomes `InternalError`.
+fn detached<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .unwrap_or_else(|_| Err(Broken("a panic while routing a batch").into()))
+    })
+    .map_err(PyErr::from)
 }
 
 fn table<'t>(what: &'static str, imported: &'t Imported) -> Table<'t> {

@@ -31,6 +31,17 @@ pub(crate) fn internal(broken: Broken) -> PyErr {
     InternalError::new_err(broken.to_string())
 }
 
+/// Runs `body` and turns a panic inside it into `memresolve.InternalError`: no
+/// panic reaches Python as `PanicException`, and the process goes on. Every
+/// entry point that does work wraps its body in this.
+pub(crate) fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        Err(InternalError::new_err(
+            "a panic in the native core (a bug in memresolve; please report it)",
+        ))
+    })
+}
+
 impl From<Error> for PyErr {
     fn from(error: Error) -> Self {
         match error {

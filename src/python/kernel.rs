@@ -7,6 +7,7 @@ use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use super::cache::Package;
 use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope};
+use super::errors::guarded;
 use super::record::RecordCore;
 use super::InternalError;
 use crate::error::{ErrorKind, InputError};
@@ -289,12 +290,14 @@ pub(crate) fn resolve_rows<'py>(
     context: &Bound<'py, PyAny>,
     tombstones: &Bound<'py, PyTuple>,
 ) -> PyResult<Rows<'py>> {
-    let package = Package::get(py)?;
-    let (cores, not_a_record) = cores(package, records)?;
-    let candidates = candidate_set(cores.iter().map(Bound::get));
-    check_candidates(package, &cores, &candidates, not_a_record)?;
-    let tombstones = read_tombstones(package, tombstones)?;
-    resolve_candidates(package, records, &candidates, context, &tombstones)
+    guarded(|| {
+        let package = Package::get(py)?;
+        let (cores, not_a_record) = cores(package, records)?;
+        let candidates = candidate_set(cores.iter().map(Bound::get));
+        check_candidates(package, &cores, &candidates, not_a_record)?;
+        let tombstones = read_tombstones(package, tombstones)?;
+        resolve_candidates(package, records, &candidates, context, &tombstones)
+    })
 }
 
 /// Candidates and tombstones read and checked once, to resolve in many
@@ -313,16 +316,18 @@ pub(crate) struct PreparedCandidates {
 impl PreparedCandidates {
     #[new]
     fn new(records: &Bound<'_, PyTuple>, tombstones: &Bound<'_, PyTuple>) -> PyResult<Self> {
-        let package = Package::get(records.py())?;
-        let (cores, not_a_record) = cores(package, records)?;
-        let candidates = candidate_set(cores.iter().map(Bound::get));
-        check_candidates(package, &cores, &candidates, not_a_record)?;
-        drop(candidates);
-        Ok(Self {
-            // Copies of altered records replace them, as `resolve_rows` reads them.
-            records: records.clone().unbind(),
-            cores: cores.into_iter().map(Bound::unbind).collect(),
-            tombstones: read_tombstones(package, tombstones)?,
+        guarded(|| {
+            let package = Package::get(records.py())?;
+            let (cores, not_a_record) = cores(package, records)?;
+            let candidates = candidate_set(cores.iter().map(Bound::get));
+            check_candidates(package, &cores, &candidates, not_a_record)?;
+            drop(candidates);
+            Ok(Self {
+                // Copies of altered records replace them, as `resolve_rows` reads them.
+                records: records.clone().unbind(),
+                cores: cores.into_iter().map(Bound::unbind).collect(),
+                tombstones: read_tombstones(package, tombstones)?,
+            })
         })
     }
 
@@ -338,14 +343,16 @@ impl PreparedCandidates {
         py: Python<'py>,
         context: &Bound<'py, PyAny>,
     ) -> PyResult<Rows<'py>> {
-        let package = Package::get(py)?;
-        let candidates = candidate_set(self.cores.iter().map(Py::get));
-        resolve_candidates(
-            package,
-            self.records.bind(py),
-            &candidates,
-            context,
-            &self.tombstones,
-        )
+        guarded(|| {
+            let package = Package::get(py)?;
+            let candidates = candidate_set(self.cores.iter().map(Py::get));
+            resolve_candidates(
+                package,
+                self.records.bind(py),
+                &candidates,
+                context,
+                &self.tombstones,
+            )
+        })
     }
 }

@@ -15,7 +15,7 @@ use pyo3_arrow::PyTable;
 
 use super::batch::{import, Imported};
 use super::cache::Package;
-use super::errors::internal;
+use super::errors::{guarded, internal};
 use super::kernel::{candidate_set, check_candidates, cores, read_tombstones, OwnedTombstone};
 use crate::arrow_input::{read_records, read_tombstones as read_tombstone_table, Table};
 use crate::batch::{Store, StoreTombstones};
@@ -63,8 +63,10 @@ pub(crate) fn normalize_rows<'py>(
     tombstones: &Bound<'py, PyTuple>,
     now: i64,
 ) -> PyResult<RowCodes<'py>> {
-    let changes = with_store(records, tombstones, |store, index| {
-        normalize(store, index, now)
+    let changes = guarded(|| {
+        with_store(records, tombstones, |store, index| {
+            normalize(store, index, now)
+        })
     })?;
     Ok(row_codes(
         py,
@@ -79,7 +81,7 @@ pub(crate) fn purge_rows<'py>(
     records: &Bound<'py, PyTuple>,
     tombstones: &Bound<'py, PyTuple>,
 ) -> PyResult<RowCodes<'py>> {
-    let purged = with_store(records, tombstones, purge)?;
+    let purged = guarded(|| with_store(records, tombstones, purge))?;
     Ok(row_codes(
         py,
         purged.iter().map(|p| (p.row, p.cause.code())),

@@ -125,6 +125,13 @@ mod _native {
             .collect()
     }
 
+    /// Panics inside the guard every entry point uses: a test checks that the
+    /// panic reaches Python as `InternalError` and the process goes on.
+    #[pyfunction]
+    fn _panic_for_tests() -> PyResult<()> {
+        super::errors::guarded(|| panic!("forced by a test of the panic guard"))
+    }
+
     /// The canonical scope identifier, computed by the Rust core.
     #[pyfunction]
     #[pyo3(signature = (kind, fields, owner = None))]

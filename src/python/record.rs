@@ -17,6 +17,7 @@ use super::cache::{Field, Package};
 use super::convert::{
     exact_text, normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope,
 };
+use super::errors::guarded;
 use super::InternalError;
 use crate::error::{ErrorKind, InputError};
 use crate::model::{Authority, ScopeKind, Status, Vocabulary};
@@ -408,92 +409,94 @@ impl RecordCore {
         observed_at: Argument<'py>,
         unknown: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Self> {
-        let mut checker = Checker {
-            py,
-            package: Package::get(py)?,
-            record_id: None,
-        };
-        checker.refuse_arguments(args, &id, unknown)?;
-        // The field order of `docs/spec.md` §1.3 and of the reference: the first bad field is reported.
-        let id_object = checker.text("id", &checker.given(Field::Id, id)?)?;
-        checker.record_id = Some(id_object.clone());
-        let key_object = checker.text("key", &checker.given(Field::Key, key)?)?;
-        let value_object = checker.any_text("value", &checker.given(Field::Value, value)?)?;
-        let (scope_object, scope_read) = checker.scope(&checker.given(Field::Scope, scope)?)?;
-        let status = checker.given(Field::Status, status)?;
-        let (status_object, status_code) =
-            checker.member("status", &status, &checker.package.statuses, Status::NAMES)?;
-        let authority = checker.given(Field::Authority, authority)?;
-        let (authority_object, authority_code) = checker.member(
-            "authority",
-            &authority,
-            &checker.package.authorities,
-            Authority::NAMES,
-        )?;
-        let confidence_object =
-            checker.confidence(&checker.given(Field::Confidence, confidence)?)?;
-        let (valid_from_object, valid_from_micros) =
-            checker.instant("valid_from", &checker.given(Field::ValidFrom, valid_from)?)?;
-        let (valid_until_object, valid_until_micros) = checker.optional_instant(
-            "valid_until",
-            &checker.given(Field::ValidUntil, valid_until)?,
-        )?;
-        let source_object = checker.text_tuple(
-            "source_message_ids",
-            &checker.given(Field::SourceMessageIds, source_message_ids)?,
-        )?;
-        let supersedes_object =
-            checker.optional_text("supersedes", &checker.given(Field::Supersedes, supersedes)?)?;
-        let (version_object, version_number) =
-            checker.int64("version", &checker.given(Field::Version, version)?)?;
-        let (observed_object, observed_micros) = checker.optional_instant(
-            "observed_at",
-            &checker.given(Field::ObservedAt, observed_at)?,
-        )?;
-        let supersedes_text = supersedes_object
-            .as_ref()
-            .map(|object| read(object, "supersedes"))
-            .transpose()?;
-        let (text, ends) = NativeFields::pack_text(&NativeText {
-            id: read(&id_object, "id")?,
-            key: read(&key_object, "key")?,
-            scope_first: &scope_read.first,
-            scope_second: &scope_read.second,
-            scope_owner: scope_read.owner.as_deref(),
-            supersedes: supersedes_text,
-        })?;
-        Ok(Self {
-            native: NativeFields {
-                text,
-                ends,
-                has_owner: scope_read.owner.is_some(),
-                has_supersedes: supersedes_text.is_some(),
-                scope_kind: scope_read.kind,
-                status: entry(status_code, "status")?,
-                authority: entry(authority_code, "authority")?,
-                version: version_number,
-                valid_from: valid_from_micros,
-                valid_until: valid_until_micros,
-                observed_at: observed_micros,
-            },
-            python: PythonFields {
-                id: id_object.unbind(),
-                key: key_object.unbind(),
-                value: value_object.unbind(),
-                scope: scope_object.unbind(),
-                status: status_object.unbind(),
-                authority: authority_object.unbind(),
-                confidence: confidence_object.unbind(),
-                valid_from: valid_from_object.unbind(),
-                valid_until: valid_until_object.unbind(),
-                source_message_ids: source_object.unbind(),
-                supersedes: match supersedes_object {
-                    Some(object) => object.unbind(),
-                    None => py.None(),
+        guarded(|| {
+            let mut checker = Checker {
+                py,
+                package: Package::get(py)?,
+                record_id: None,
+            };
+            checker.refuse_arguments(args, &id, unknown)?;
+            // The field order of `docs/spec.md` §1.3 and of the reference: the first bad field is reported.
+            let id_object = checker.text("id", &checker.given(Field::Id, id)?)?;
+            checker.record_id = Some(id_object.clone());
+            let key_object = checker.text("key", &checker.given(Field::Key, key)?)?;
+            let value_object = checker.any_text("value", &checker.given(Field::Value, value)?)?;
+            let (scope_object, scope_read) = checker.scope(&checker.given(Field::Scope, scope)?)?;
+            let status = checker.given(Field::Status, status)?;
+            let (status_object, status_code) =
+                checker.member("status", &status, &checker.package.statuses, Status::NAMES)?;
+            let authority = checker.given(Field::Authority, authority)?;
+            let (authority_object, authority_code) = checker.member(
+                "authority",
+                &authority,
+                &checker.package.authorities,
+                Authority::NAMES,
+            )?;
+            let confidence_object =
+                checker.confidence(&checker.given(Field::Confidence, confidence)?)?;
+            let (valid_from_object, valid_from_micros) =
+                checker.instant("valid_from", &checker.given(Field::ValidFrom, valid_from)?)?;
+            let (valid_until_object, valid_until_micros) = checker.optional_instant(
+                "valid_until",
+                &checker.given(Field::ValidUntil, valid_until)?,
+            )?;
+            let source_object = checker.text_tuple(
+                "source_message_ids",
+                &checker.given(Field::SourceMessageIds, source_message_ids)?,
+            )?;
+            let supersedes_object = checker
+                .optional_text("supersedes", &checker.given(Field::Supersedes, supersedes)?)?;
+            let (version_object, version_number) =
+                checker.int64("version", &checker.given(Field::Version, version)?)?;
+            let (observed_object, observed_micros) = checker.optional_instant(
+                "observed_at",
+                &checker.given(Field::ObservedAt, observed_at)?,
+            )?;
+            let supersedes_text = supersedes_object
+                .as_ref()
+                .map(|object| read(object, "supersedes"))
+                .transpose()?;
+            let (text, ends) = NativeFields::pack_text(&NativeText {
+                id: read(&id_object, "id")?,
+                key: read(&key_object, "key")?,
+                scope_first: &scope_read.first,
+                scope_second: &scope_read.second,
+                scope_owner: scope_read.owner.as_deref(),
+                supersedes: supersedes_text,
+            })?;
+            Ok(Self {
+                native: NativeFields {
+                    text,
+                    ends,
+                    has_owner: scope_read.owner.is_some(),
+                    has_supersedes: supersedes_text.is_some(),
+                    scope_kind: scope_read.kind,
+                    status: entry(status_code, "status")?,
+                    authority: entry(authority_code, "authority")?,
+                    version: version_number,
+                    valid_from: valid_from_micros,
+                    valid_until: valid_until_micros,
+                    observed_at: observed_micros,
                 },
-                version: version_object.unbind(),
-                observed_at: observed_object.unbind(),
-            },
+                python: PythonFields {
+                    id: id_object.unbind(),
+                    key: key_object.unbind(),
+                    value: value_object.unbind(),
+                    scope: scope_object.unbind(),
+                    status: status_object.unbind(),
+                    authority: authority_object.unbind(),
+                    confidence: confidence_object.unbind(),
+                    valid_from: valid_from_object.unbind(),
+                    valid_until: valid_until_object.unbind(),
+                    source_message_ids: source_object.unbind(),
+                    supersedes: match supersedes_object {
+                        Some(object) => object.unbind(),
+                        None => py.None(),
+                    },
+                    version: version_object.unbind(),
+                    observed_at: observed_object.unbind(),
+                },
+            })
         })
     }
 
