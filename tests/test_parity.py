@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
+from memresolve import _records, _scopes
 from memresolve._backend import available_backends
 from memresolve._call import resolve_with
 from memresolve._kernels import Kernel, get_backend
@@ -410,10 +411,34 @@ def test_a_direct_subclass_of_the_native_storage_is_not_a_record() -> None:
     assert _error_of(native, [impostor]) == _error_of(reference, [impostor])
 
 
+@pytest.mark.parametrize(
+    ("scope", "name"),
+    [
+        (mr.UserScope("u"), "user_id"),
+        (mr.CharacterScope("u", "c"), "character_id"),
+        (mr.ConversationScope("k", user_id="u"), "user_id"),
+        (mr.SceneScope("k", "s"), "scene_id"),
+    ],
+)
+def test_a_built_scope_or_record_cannot_be_altered(scope: mr.Scope, name: str) -> None:
+    """Both storages decide a record as it was built: nothing public can rewrite it
+    (an independent run altered a scope with object.__setattr__ and the backends split)."""
+    with pytest.raises(AttributeError):
+        object.__setattr__(scope, name, "other")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(scope, name, "other")
+    built = record("a", scope=scope)
+    for storage in {type(built), _records._pure_python_twin()}:
+        twin = storage.from_dict(built.to_dict())
+        with pytest.raises(AttributeError):
+            object.__setattr__(twin, "key", "other")
+        assert twin.key == built.key
+
+
 def test_a_tombstone_whose_scope_was_altered_is_rejected_by_both() -> None:
     scope = mr.UserScope("u-ada")
     tombstone = forget("pet.name", blocks_sources_before=day(10), scope=scope)
-    object.__setattr__(scope, "user_id", "\ud800")
+    _scopes._USER["user_id"](scope, "\ud800")  # only the package's own slot writer can
     reference, native = _kernels()
     errors = []
     for kernel in (reference, native):
@@ -430,12 +455,12 @@ class _PlainText(str):
 
 def test_a_scope_altered_to_hold_a_str_subclass_is_read_by_value() -> None:
     scope = mr.UserScope("u-ada")
-    object.__setattr__(scope, "user_id", _PlainText("u-ada"))
+    _scopes._USER["user_id"](scope, _PlainText("u-ada"))
     built = record("a", scope=scope)
     assert type(built.scope.user_id) is str
     tombstone_scope = mr.UserScope("u-ada")
     tombstone = forget("pet.name", blocks_sources_before=day(10), scope=tombstone_scope)
-    object.__setattr__(tombstone_scope, "user_id", _PlainText("u-ada"))
+    _scopes._USER["user_id"](tombstone_scope, _PlainText("u-ada"))
     result = assert_backends_agree([_A], context(), tombstones=[tombstone])
     assert result.reason_for("a") is mr.Reason.FORGOTTEN
 

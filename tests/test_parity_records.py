@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import _records as mr_records
+from memresolve import _scopes
 from memresolve._backend import available_backends
 from memresolve._call import resolve_with
 from memresolve._kernels import get_backend
@@ -381,7 +382,7 @@ def test_the_class_behaves_alike_on_either_storage(scenario: Scenario) -> None:
 def test_a_scope_altered_before_construction_is_rejected_by_both() -> None:
     assert _native is not None
     scope = mr.CharacterScope("u", "c")
-    object.__setattr__(scope, "character_id", 5)
+    _scopes._CHARACTER["character_id"](scope, 5)  # only the package's own slot writer can
     arguments = _minimal(scope=scope)
     outcome = _outcome(_native.RecordCore, arguments)
     assert outcome == _outcome(RecordStorage, arguments)

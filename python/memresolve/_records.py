@@ -246,6 +246,12 @@ class RecordStorage:
 _SLOT_SETTERS: dict[str, Callable[[object, object], None]] = {
     name: RecordStorage.__dict__[name].__set__ for name in RECORD_FIELDS
 }
+# Each field is a read-only property over its slot, so ``object.__setattr__`` cannot
+# rewrite a built record either (the compiled storage refuses it too): a record is
+# decided as it was built, by both backends.
+for _name in RECORD_FIELDS:
+    _slot = RecordStorage.__dict__[_name]
+    setattr(RecordStorage, _name, property(_slot.__get__, doc=f"The record's {_name}."))
 
 G = TypeVar("G")
 S = TypeVar("S")

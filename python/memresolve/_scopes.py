@@ -13,6 +13,7 @@ surrogate) inline, without a call; anything else goes through the one rule,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
@@ -139,22 +140,53 @@ SCOPE_TYPES: tuple[type[Scope], ...] = (UserScope, CharacterScope, ConversationS
 SCOPE_TYPE_OF: dict[ScopeKind, type[Scope]] = {scope.kind: scope for scope in SCOPE_TYPES}
 
 
-def _slot(scope: type[Scope], name: str) -> Callable[[object, object], None]:
-    setter: Callable[[object, object], None] = scope.__dict__[name].__set__
-    return setter
+def _seal(scope: type[Scope]) -> dict[str, Callable[[object, object], None]]:
+    """Makes ``scope``'s fields read-only for good, and returns their slot setters.
+
+    A frozen dataclass refuses ``setattr``, but ``object.__setattr__`` writes a slot
+    anyway, and a scope altered after a record was built would be read one way by the
+    native core (which copied it) and another by the reference. Each field becomes a
+    read-only property over its slot, so that write fails like any read-only attribute;
+    ``__init__`` writes through the slot itself (cheaper than ``object.__setattr__``,
+    which matters: a scope is built per record a loader reads).
+    """
+    setters: dict[str, Callable[[object, object], None]] = {}
+    for name in (f.name for f in dataclasses.fields(scope)):
+        slot = scope.__dict__[name]
+        setters[name] = slot.__set__
+        setattr(scope, name, property(slot.__get__, doc=f"The scope's {name} (read-only)."))
+    return setters
 
 
-# The slots themselves: frozen dataclasses refuse setattr, and going through
-# object.__setattr__ costs more than the whole check. Module globals, not a
-# table: a scope is built per record a loader reads, and each lookup counts.
-_set_user_user_id = _slot(UserScope, "user_id")
-_set_character_user_id = _slot(CharacterScope, "user_id")
-_set_character_character_id = _slot(CharacterScope, "character_id")
-_set_conversation_conversation_id = _slot(ConversationScope, "conversation_id")
-_set_conversation_user_id = _slot(ConversationScope, "user_id")
-_set_scene_conversation_id = _slot(SceneScope, "conversation_id")
-_set_scene_scene_id = _slot(SceneScope, "scene_id")
-_set_scene_user_id = _slot(SceneScope, "user_id")
+def _rebuilt(kind: ScopeKind, ids: tuple[str, ...], owner: str | None) -> Scope:
+    return make_scope(kind, ids, owner)
+
+
+def _reduce(self: Scope) -> tuple[object, ...]:
+    # The dataclass's own pickling writes fields with object.__setattr__, which the sealed
+    # fields refuse: a scope pickles as the call that builds it.
+    return (_rebuilt, (self.kind, self.fields, scope_owner(self)))
+
+
+for _scope in SCOPE_TYPES:
+    _scope.__reduce__ = _reduce  # type: ignore[method-assign,assignment]
+    for _name in ("__getstate__", "__setstate__"):
+        if _name in _scope.__dict__:
+            delattr(_scope, _name)
+
+_USER = _seal(UserScope)
+_CHARACTER = _seal(CharacterScope)
+_CONVERSATION = _seal(ConversationScope)
+_SCENE = _seal(SceneScope)
+# Module globals, not a table lookup per call: a scope is built per record a loader reads.
+_set_user_user_id = _USER["user_id"]
+_set_character_user_id = _CHARACTER["user_id"]
+_set_character_character_id = _CHARACTER["character_id"]
+_set_conversation_conversation_id = _CONVERSATION["conversation_id"]
+_set_conversation_user_id = _CONVERSATION["user_id"]
+_set_scene_conversation_id = _SCENE["conversation_id"]
+_set_scene_scene_id = _SCENE["scene_id"]
+_set_scene_user_id = _SCENE["user_id"]
 
 
 def make_scope(kind: ScopeKind, ids: Sequence[object], owner: object = None) -> Scope:
