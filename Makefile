@@ -11,7 +11,7 @@ SPARK_VENV ?= .venv-spark
 SPARK_WHEELS := target/wheels-abi3
 
 
-.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch bench-normalize
+.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch bench-normalize fuzz fuzz-setup
 
 setup:
 	python3 -m venv $(VENV)
@@ -74,6 +74,42 @@ test-python: spark-executors
 	$(PY) -m pytest -q -p no:cacheprovider benches --benchmark-disable
 
 test: setup lint-python lint-rust test-rust test-python
+	$(MAKE) fuzz FUZZ_SECONDS=20 FUZZ_PROFILE=dev
+
+# Coverage-guided fuzzing on stable Rust (fuzz/targets.py): atheris drives each target, and
+# the native extension is built with LLVM's sanitizer-coverage pass so its branches guide the
+# fuzzer too (the flags apply to the target only, not to build scripts, hence --target).
+# make fuzz FUZZ_SECONDS=600 for a real run; findings land in target/fuzz-findings/.
+FUZZ_VENV ?= .venv-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_PROFILE ?= release
+FUZZ_TARGETS := arrow jsonl pipeline record
+SANCOV := -C passes=sancov-module -C llvm-args=-sanitizer-coverage-level=3 \
+	-C llvm-args=-sanitizer-coverage-inline-8bit-counters \
+	-C llvm-args=-sanitizer-coverage-pc-table -C llvm-args=-sanitizer-coverage-trace-compares
+
+fuzz-setup: setup
+	python3 -m venv $(FUZZ_VENV)
+	$(FUZZ_VENV)/bin/pip install --quiet --disable-pip-version-check -c constraints.txt \
+		atheris pyarrow numpy
+	rm -rf target/fuzz-wheels
+	CARGO_TARGET_DIR=target/fuzz RUSTFLAGS="$(SANCOV)" CARGO_PROFILE_RELEASE_LTO=false \
+		CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 $(BIN)/maturin build --profile $(FUZZ_PROFILE) \
+		--target "$$(rustc -vV | sed -n 's/^host: //p')" -i $(FUZZ_VENV)/bin/python \
+		--out target/fuzz-wheels
+	$(FUZZ_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall \
+		--no-deps target/fuzz-wheels/memresolve-*.whl
+
+fuzz: fuzz-setup
+	mkdir -p target/fuzz-findings
+	for name in $(FUZZ_TARGETS); do \
+		rm -rf target/fuzz-corpus/$$name && mkdir -p target/fuzz-corpus/$$name && \
+		cp fuzz/corpus/$$name/* target/fuzz-corpus/$$name/ && \
+		LD_PRELOAD="$$($(FUZZ_VENV)/bin/python -c 'import atheris; print(atheris.path())')/ubsan_with_fuzzer.so" \
+		$(FUZZ_VENV)/bin/python fuzz/run.py $$name target/fuzz-corpus/$$name \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=60 -rss_limit_mb=4096 \
+			-artifact_prefix=target/fuzz-findings/$$name- -print_final_stats=1 || exit 1; \
+	done
 
 bench: setup
 	$(PY) -m pytest benches --benchmark-only

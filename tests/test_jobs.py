@@ -253,16 +253,16 @@ def test_purge_plan_lists_ids_per_tombstone_and_never_values() -> None:
 
 
 def contexts_over(records: Iterable[mr.MemoryRecord], now: datetime) -> list[mr.RetrievalContext]:
-    """Every context the store's ids can make, plus a stranger: every scope a record has
-    is seen by some of them, and each context sees at most six scopes."""
-    users, characters, conversations = {"stranger"}, {"c-x"}, {"k-x"}
+    """Every context the store's ids can make: each scope a record has is seen by some of
+    them, with and without each other scope (a context that sees a record but not its
+    correction among them). A context no record's ids make sees nothing: left out."""
+    users, characters, conversations = set(), set(), set()
     scenes: set[str | None] = {None}
     for r in records:
-        scope = r.scope
-        owner = scope_owner(scope)
+        owner = scope_owner(r.scope)
         if owner is not None:
             users.add(owner)
-        match scope:
+        match r.scope:
             case mr.UserScope(user_id=user):
                 users.add(user)
             case mr.CharacterScope(user_id=user, character_id=character):
@@ -276,17 +276,22 @@ def contexts_over(records: Iterable[mr.MemoryRecord], now: datetime) -> list[mr.
     return [
         mr.RetrievalContext(now=now, user_id=u, character_id=c, conversation_id=k, scene_id=s)
         for u, c, k, s in itertools.product(
-            sorted(users), sorted(characters), sorted(conversations), sorted(scenes, key=str)
+            sorted(users or {"u-x"}),
+            sorted(characters or {"c-x"}),
+            sorted(conversations or {"k-x"}),
+            sorted(scenes, key=str),
         )
     ]
 
 
 def later_instants(records: Sequence[mr.MemoryRecord], now: datetime) -> list[datetime]:
-    """``now``, one microsecond later, and past every end and start in the store."""
-    ends = [r.valid_until for r in records if r.valid_until is not None and r.valid_until > now]
-    starts = [r.valid_from for r in records if r.valid_from > now]
-    later = [now, now + MICROSECOND, max([now, *ends, *starts]) + MICROSECOND]
-    return later + [*ends, *starts][:3]
+    """``now``, one microsecond later, the first end or start after ``now``, and past every
+    end and start in the store."""
+    moments = sorted(
+        {m for r in records for m in (r.valid_until, r.valid_from) if m is not None and m > now}
+    )
+    later = [now, now + MICROSECOND, max([now, *moments]) + MICROSECOND]
+    return later + moments[:1]
 
 
 def assert_invariant(
@@ -339,8 +344,8 @@ def test_normalising_never_changes_a_later_resolution(
 
 
 @pytest.mark.skipif("native" not in BACKENDS, reason="the native extension is not built")
-@settings(max_examples=PARITY_EXAMPLES)
-@given(store=stores(max_records=24), shift=st.integers(-3, 3))
+@settings(max_examples=PARITY_EXAMPLES // 2)
+@given(store=stores(max_records=16), shift=st.integers(-3, 3))
 def test_native_normalise_and_sweep_equal_the_reference(store: Store, shift: int) -> None:
     now = NOW + timedelta(days=shift)
     native, ref = get_jobs("native"), get_jobs("reference")
@@ -349,7 +354,7 @@ def test_native_normalise_and_sweep_equal_the_reference(store: Store, shift: int
     assert native.purge_rows(rows, forgets) == ref.purge_rows(rows, forgets)
 
 
-@settings(max_examples=PARITY_EXAMPLES // 4)
+@settings(max_examples=PARITY_EXAMPLES // 8)
 @given(store=stores(max_records=24), shift=st.integers(-3, 3))
 def test_batch_forms_equal_the_per_record_forms(store: Store, shift: int) -> None:
     now = NOW + timedelta(days=shift)
@@ -434,7 +439,7 @@ def _prompt(result: mr.Resolution) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=PARITY_EXAMPLES // 2)
+@settings(max_examples=PARITY_EXAMPLES // 4)
 @given(store=stores(max_records=16, max_contexts=1))
 def test_after_a_purge_every_later_resolution_is_unchanged(backend: str, store: Store) -> None:
     """Blank the purged values: no resolution at any instant, in any context, shows a
@@ -449,7 +454,7 @@ def test_after_a_purge_every_later_resolution_is_unchanged(backend: str, store: 
         else r
         for r in records
     ]
-    moments = [NOW - WEEK, NOW, *later_instants(records, NOW)]
+    moments = [NOW - WEEK, *later_instants(records, NOW)]
     for moment in moments:
         for context in contexts_over(records, moment):
             before = resolve_with(kernel.resolve_rows, records, context, tombstones)

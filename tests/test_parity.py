@@ -428,7 +428,7 @@ def test_a_built_scope_or_record_cannot_be_altered(scope: mr.Scope, name: str) -
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(scope, name, "other")
     built = record("a", scope=scope)
-    for storage in {type(built), _records._pure_python_twin()}:
+    for storage in _records.RECORD_TYPES:
         twin = storage.from_dict(built.to_dict())
         with pytest.raises(AttributeError):
             object.__setattr__(twin, "key", "other")

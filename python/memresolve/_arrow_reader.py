@@ -110,8 +110,10 @@ def as_table(data: object, what: str) -> pa.Table:
     pa = pyarrow_module()
     data = arrow_source(data, what)
     if isinstance(data, pa.Table):
+        column_names(data, what)
         return data
     if isinstance(data, pa.RecordBatch):
+        column_names(data, what)
         return pa.Table.from_batches([data])
     try:
         if hasattr(data, "__arrow_c_stream__"):
@@ -125,9 +127,53 @@ def as_table(data: object, what: str) -> pa.Table:
     except Exception as exc:  # whatever the producer raised
         raise _not_arrow(what, f"{type(data).__name__} ({type(exc).__name__}: {exc})") from exc
     try:
-        return reader.read_all()
+        table = reader.read_all()
     except Exception as exc:  # whatever the stream raised
         raise _stream_failed(what, exc) from exc
+    column_names(table, what)
+    return table
+
+
+def validated(data: Any, what: str) -> Any:
+    """``data`` (a pyarrow ``Table`` or ``RecordBatch``), each column checked in full.
+
+    Before the native core imports it: the Arrow C data interface carries no length for a
+    string column's values, so the importer takes it from the last offset, and data whose
+    offsets a producer corrupted would be read out of bounds before any check could run
+    (a fuzzer found it). pyarrow knows the real buffer sizes and validates without that
+    risk; bad data is ``malformed`` naming the column, as the native reader names it.
+    """
+    for name, column in zip(column_names(data, what), data.columns, strict=True):
+        try:
+            column.validate(full=True)
+        except Exception as exc:
+            raise InvalidInputError(
+                f"{what}: column {name!r} is not valid Arrow data: {exc}",
+                kind=ErrorKind.MALFORMED,
+                field=name,
+            ) from None
+    return data
+
+
+def column_names(data: Any, what: str) -> list[str]:
+    """The column names of a pyarrow table, batch or schema; a name that is not UTF-8 is
+    ``malformed`` (pyarrow raises ``UnicodeDecodeError`` reading it; a fuzzer found it)."""
+    schema = data if isinstance(data, pyarrow_module().Schema) else data.schema
+    try:
+        names: list[str] = schema.names
+    except UnicodeDecodeError:
+        raise InvalidInputError(
+            f"{what}: a column name is not valid UTF-8",
+            kind=ErrorKind.MALFORMED,
+            field=what,
+        ) from None
+    return names
+
+
+def native_input(data: object, what: str) -> Any:
+    """Any Arrow input of the batch form, read into pyarrow and ``validated``: what the
+    native core is handed."""
+    return validated(as_table(data, what), what)
 
 
 def _not_arrow(what: str, got: str) -> InvalidInputError:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from memresolve import _backend, _native_loader, reference
-from memresolve._arrow_reader import arrow_source
+from memresolve._arrow_reader import native_input
 from memresolve._inputs import ForgetTombstone
 from memresolve._types import PurgeCause, Status
 from memresolve._validate import to_micros
@@ -104,9 +104,9 @@ class NativeJobs:
         with_rows: bool = False,
     ) -> Any:
         return self._native.normalize_batch(
-            arrow_source(records, "records"),
+            native_input(records, "records"),
             now=to_micros(now),
-            tombstones=None if tombstones is None else arrow_source(tombstones, "tombstones"),
+            tombstones=None if tombstones is None else native_input(tombstones, "tombstones"),
             with_rows=with_rows,
         )
 
@@ -114,8 +114,8 @@ class NativeJobs:
         self, records: object, tombstones: object | None = None, *, with_rows: bool = False
     ) -> Any:
         return self._native.forget_sweep_batch(
-            arrow_source(records, "records"),
-            None if tombstones is None else arrow_source(tombstones, "tombstones"),
+            native_input(records, "records"),
+            None if tombstones is None else native_input(tombstones, "tombstones"),
             with_rows=with_rows,
         )
 

@@ -12,7 +12,7 @@ from typing import Any, Final, Protocol, cast
 
 from memresolve import _backend, _native_loader, reference
 from memresolve import _validate as check
-from memresolve._arrow_reader import arrow_source
+from memresolve._arrow_reader import native_input
 from memresolve._call import Prepared
 from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
 from memresolve._records import MemoryRecord, check_records
@@ -170,9 +170,9 @@ def _native_batch(resolve_batch: Callable[..., Any]) -> BatchResolver:
         with_values: bool = False,
     ) -> Any:
         return resolve_batch(
-            arrow_source(records, "records"),
-            arrow_source(contexts, "contexts"),
-            tombstones=None if tombstones is None else arrow_source(tombstones, "tombstones"),
+            native_input(records, "records"),
+            native_input(contexts, "contexts"),
+            tombstones=None if tombstones is None else native_input(tombstones, "tombstones"),
             include_excluded=check.flag(include_excluded, "include_excluded"),
             with_values=check.flag(with_values, "with_values"),
         )

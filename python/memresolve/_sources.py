@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memresolve._arrow_reader import arrow_source, pyarrow_module
+from memresolve._arrow_reader import arrow_source, column_names, pyarrow_module, validated
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
@@ -63,7 +63,7 @@ class Source:
                 ) from exc
             self.schema = self._stream.schema
         self.wanted = columns
-        self.columns = [name for name in columns if name in self.schema.names]
+        self.columns = [name for name in columns if name in column_names(self.schema, what)]
 
     @property
     def is_files(self) -> bool:
@@ -139,7 +139,7 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = batch.select(self.columns)
+            batch = validated(batch.select(self.columns), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
