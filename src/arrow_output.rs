@@ -14,7 +14,9 @@ use crate::batch::{DecisionChunk, Store};
 use crate::error::Broken;
 use crate::model::{certainty, decision_code, Certainty, Vocabulary, DECISION_NAMES};
 
-fn dictionary() -> DataType {
+/// The type of a column of codes over a vocabulary: `dictionary<int8, string>`.
+#[must_use]
+pub fn dictionary() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8))
 }
 
@@ -36,7 +38,10 @@ pub fn output_schema(with_values: bool) -> SchemaRef {
 }
 
 /// A dictionary column of codes over `names` (null where `codes` has none).
-fn dictionary_column(codes: Vec<Option<i8>>, names: &[&str]) -> Result<ArrayRef, Broken> {
+///
+/// # Errors
+/// [`Broken`] when a code is outside `names` (a bug).
+pub fn dictionary_column(codes: Vec<Option<i8>>, names: &[&str]) -> Result<ArrayRef, Broken> {
     let column = DictionaryArray::<Int8Type>::try_new(
         Int8Array::from(codes),
         Arc::new(StringArray::from(names.to_vec())),

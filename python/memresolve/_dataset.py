@@ -178,12 +178,7 @@ class _PartSet:
         if self.router.parts == 1:  # every row of the input resolves together
             parts.add(0, batch)
             return
-        np = _numpy()
-        rows = np.frombuffer(routed[0], dtype=np.uint32)
-        ends = np.frombuffer(routed[1], dtype=np.uint32).astype(np.int64)
-        starts = np.concatenate(([0], ends[:-1]))
-        for part in np.flatnonzero(ends > starts):
-            parts.add(int(part), batch.take(rows[starts[part] : ends[part]]))
+        parts.add_routed(batch, routed[0], routed[1])
 
 
 @dataclass

@@ -119,8 +119,9 @@ class _Run:
         pq = __import__("pyarrow.parquet", fromlist=["write_table"])
         pq.write_table(table, str(self.partial / f"part-{self.written:05d}.parquet"))
         self.written += 1
-        for value in table.column(column).to_pylist():
-            self.rows[value] = self.rows.get(value, 0) + 1
+        pc = __import__("pyarrow.compute", fromlist=["value_counts"])
+        for entry in pc.value_counts(table.column(column).cast("string")).to_pylist():
+            self.rows[entry["values"]] = self.rows.get(entry["values"], 0) + entry["counts"]
 
     def note_spill(self) -> None:
         spilled = sum(p.stat().st_size for p in self.spill.rglob("*") if p.is_file())
@@ -190,15 +191,6 @@ def _read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
     if read == 0:
         checker.tombstones(source.empty(), 0)
     return pa.Table.from_batches(batches, schema=schema), read
-
-
-def _route(parts: Parts, batch: Any, rows: bytes, ends: bytes) -> None:
-    np = __import__("numpy")
-    taken = np.frombuffer(rows, dtype=np.uint32)
-    stops = np.frombuffer(ends, dtype=np.uint32).astype(np.int64)
-    starts = np.concatenate(([0], stops[:-1]))
-    for part in np.flatnonzero(stops > starts):
-        parts.add(int(part), batch.take(taken[starts[part] : stops[part]]))
 
 
 def normalize_dataset(
@@ -295,8 +287,8 @@ def _split_by_id(source: Source, count: int, micros: int, run: _Run) -> tuple[Pa
         except InvalidInputError as error:
             raise in_file(name, error) from None
         rows = canonical(batch, "records", False)
-        _route(home, rows, routed[0], routed[1])
-        _route(copies, rows, routed[2], routed[3])
+        home.add_routed(rows, routed[0], routed[1])
+        copies.add_routed(rows, routed[2], routed[3])
         ids.add(routed[4], read)
         read += batch.num_rows
         run.report("records", read)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memresolve import _validate as check
 from memresolve._canonical import read_columns
 from memresolve._spark_plan import (
+    checked_partitions,
     dataframe,
     empty_table,
     plain,
@@ -32,7 +33,7 @@ from memresolve._spark_plan import (
     repeated_ids,
     with_id,
 )
-from memresolve.errors import ErrorKind, InvalidInputError
+from memresolve.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,17 +56,6 @@ def forget_sweep_schema() -> Any:
 
     names = ("record_id", "key", "scope_id", "cause")
     return T.StructType([T.StructField(name, T.StringType(), nullable=False) for name in names])
-
-
-def _checked_partitions(partitions: int | None) -> None:
-    if partitions is not None and (
-        not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1
-    ):
-        raise InvalidInputError(
-            f"partitions: expected a positive int, got {partitions!r}",
-            kind=ErrorKind.OUT_OF_RANGE if isinstance(partitions, int) else ErrorKind.WRONG_TYPE,
-            field="partitions",
-        )
 
 
 def _collected(tombstones: DataFrame | None) -> pa.Table | None:
@@ -105,7 +95,7 @@ def normalize(
     if tombstones is not None:
         dataframe(tombstones, "tombstones")
     moment = check.instant(now, check.Subject("argument"), "now")
-    _checked_partitions(partitions)
+    checked_partitions(partitions)
     columns = present(records, read_columns("records", False))
     forgets = _collected(tombstones)
     _job_kernels.SELECTED_JOBS.normalize_batch(

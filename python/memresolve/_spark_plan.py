@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = [
+    "checked_partitions",
     "dataframe",
     "empty_table",
     "plain",
@@ -121,4 +122,16 @@ def dataframe(value: object, field: str) -> None:
             f"{field}: expected a Spark DataFrame, got {type(value).__name__}",
             kind=ErrorKind.WRONG_TYPE,
             field=field,
+        )
+
+
+def checked_partitions(partitions: object) -> None:
+    """``partitions`` of a Spark job: None, or a positive int."""
+    if partitions is not None and (
+        not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1
+    ):
+        raise InvalidInputError(
+            f"partitions: expected a positive int, got {partitions!r}",
+            kind=ErrorKind.OUT_OF_RANGE if isinstance(partitions, int) else ErrorKind.WRONG_TYPE,
+            field="partitions",
         )

@@ -51,6 +51,19 @@ class Parts:
         assert self.directory is not None
         return self.directory / f"{self.name}-{part:05d}.arrows"
 
+    def add_routed(self, batch: Any, rows: bytes, ends: bytes) -> None:
+        """Appends the rows of ``batch`` a router grouped by part: ``rows`` (native-endian
+        ``u32`` row numbers, part after part) and where each part's rows end."""
+        np = _numpy()
+        taken = np.frombuffer(rows, dtype=np.uint32)
+        if self.parts == 1 and len(taken) == batch.num_rows:
+            self.add(0, batch)  # every row, in order: no copy
+            return
+        stops = np.frombuffer(ends, dtype=np.uint32).astype(np.int64)
+        starts = np.concatenate(([0], stops[:-1]))
+        for part in np.flatnonzero(stops > starts):
+            self.add(int(part), batch.take(taken[starts[part] : stops[part]]))
+
     def add(self, part: int, batch: Any) -> None:
         """Appends ``batch`` (rows of this table) to ``part``."""
         pa = pyarrow_module()

@@ -40,6 +40,7 @@ from memresolve import _validate as check
 from memresolve._canonical import read_columns
 from memresolve._spark_jobs import forget_sweep, forget_sweep_schema, normalize, normalize_schema
 from memresolve._spark_plan import (
+    checked_partitions,
     dataframe,
     empty_table,
     plain,
@@ -48,7 +49,7 @@ from memresolve._spark_plan import (
     repeated_ids,
     with_id,
 )
-from memresolve.errors import ErrorKind, InvalidInputError
+from memresolve.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -120,14 +121,7 @@ def resolve(
         "include_excluded": check.flag(include_excluded, "include_excluded"),
         "with_values": check.flag(with_values, "with_values"),
     }
-    if partitions is not None and (
-        not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1
-    ):
-        raise InvalidInputError(
-            f"partitions: expected a positive int, got {partitions!r}",
-            kind=ErrorKind.OUT_OF_RANGE if isinstance(partitions, int) else ErrorKind.WRONG_TYPE,
-            field="partitions",
-        )
+    checked_partitions(partitions)
     columns = {
         "contexts": present(contexts, read_columns("contexts", options["with_values"])),
         "records": present(records, read_columns("records", options["with_values"])),

@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;
-use arrow_array::types::Int8Type;
-use arrow_array::{ArrayRef, DictionaryArray, Int8Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -18,6 +17,7 @@ use super::cache::Package;
 use super::errors::{guarded, internal};
 use super::kernel::{candidate_set, check_candidates, cores, read_tombstones, OwnedTombstone};
 use crate::arrow_input::{read_records, read_tombstones as read_tombstone_table, Table};
+use crate::arrow_output::{dictionary, dictionary_column};
 use crate::batch::{Store, StoreTombstones};
 use crate::error::{Broken, Error};
 use crate::maintain::{normalize, purge, PurgeCause};
@@ -88,21 +88,10 @@ pub(crate) fn purge_rows<'py>(
     ))
 }
 
-fn dictionary() -> DataType {
-    DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8))
-}
-
-fn dictionary_column(codes: Vec<i8>, names: &[&str]) -> Result<ArrayRef, Broken> {
-    DictionaryArray::<Int8Type>::try_new(
-        Int8Array::from(codes),
-        Arc::new(StringArray::from(names.to_vec())),
-    )
-    .map(|column| Arc::new(column) as ArrayRef)
-    .map_err(|_| Broken("a dictionary column is invalid"))
-}
-
-fn code(value: u8) -> Result<i8, Broken> {
-    i8::try_from(value).map_err(|_| Broken("a code does not fit in int8"))
+fn code(value: u8) -> Result<Option<i8>, Broken> {
+    i8::try_from(value)
+        .map(Some)
+        .map_err(|_| Broken("a code does not fit in int8"))
 }
 
 /// `normalize_batch`'s columns, with the input row when asked for.
