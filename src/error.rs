@@ -23,7 +23,7 @@ vocabulary! {
         UnknownValue = "unknown-value",
         /// A field the schema does not have.
         UnknownField = "unknown-field",
-        /// An object names a field twice.
+        /// An object names a field twice, or a table a column.
         DuplicateField = "duplicate-field",
         /// A time without a time zone.
         NaiveTime = "naive-time",

@@ -78,6 +78,7 @@ HOSTILE: list[object] = [
     datetime(2026, 7, 1),  # naive
     [RECORD, RECORD],
     pa.table({"a": [1]}),
+    pa.Table.from_arrays([pa.array(["x"]), pa.array(["y"])], names=["id", "id"]),
 ]
 
 #: Arrow inputs for the functions that take tables.

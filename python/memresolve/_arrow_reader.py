@@ -111,15 +111,15 @@ def as_table(data: object, what: str) -> pa.Table:
     data = arrow_source(data, what)
     if isinstance(data, pa.Table):
         column_names(data, what)
-        return data
+        return plain(data)
     if isinstance(data, pa.RecordBatch):
         column_names(data, what)
-        return pa.Table.from_batches([data])
+        return pa.Table.from_batches([plain(data)])
     try:
         if hasattr(data, "__arrow_c_stream__"):
             reader = pa.RecordBatchReader.from_stream(data)
         elif hasattr(data, "__arrow_c_array__"):
-            return pa.Table.from_batches([pa.record_batch(data)])
+            return as_table(pa.record_batch(data), what)
         else:
             raise _not_arrow(what, type(data).__name__)
     except InvalidInputError:
@@ -131,7 +131,7 @@ def as_table(data: object, what: str) -> pa.Table:
     except Exception as exc:  # whatever the stream raised
         raise _stream_failed(what, exc) from exc
     column_names(table, what)
-    return table
+    return plain(table)
 
 
 def validated(data: Any, what: str) -> Any:
@@ -156,8 +156,12 @@ def validated(data: Any, what: str) -> Any:
 
 
 def column_names(data: Any, what: str) -> list[str]:
-    """The column names of a pyarrow table, batch or schema; a name that is not UTF-8 is
-    ``malformed`` (pyarrow raises ``UnicodeDecodeError`` reading it; a fuzzer found it)."""
+    """The column names of a pyarrow table, batch or schema.
+
+    A name that is not UTF-8 is ``malformed`` (pyarrow raises ``UnicodeDecodeError``
+    reading it; a fuzzer found it). A name given to two columns is ``duplicate-field``:
+    which of the two a reader took would be an accident of the implementation.
+    """
     schema = data if isinstance(data, pyarrow_module().Schema) else data.schema
     try:
         names: list[str] = schema.names
@@ -167,7 +171,52 @@ def column_names(data: Any, what: str) -> list[str]:
             kind=ErrorKind.MALFORMED,
             field=what,
         ) from None
+    if len(set(names)) < len(names):
+        twice = next(name for n, name in enumerate(names) if name in names[:n])
+        raise InvalidInputError(
+            f"{what}: two columns are named {twice!r}",
+            kind=ErrorKind.DUPLICATE_FIELD,
+            field=twice,
+        )
     return names
+
+
+def plain(data: Any) -> Any:
+    """A pyarrow table or batch as its readers take it: every field nullable, and every
+    extension column as its storage.
+
+    A producer may declare a column non-nullable and still hold nulls in it (the C data
+    interface does not check); the Rust importer would then refuse the whole batch. Read
+    as nullable, a null in a required column is reported as the readers report any null:
+    ``missing``, naming the column and its first null row. An extension type travels
+    through the C data interface as its storage type with a metadata tag, so the native
+    reader sees the storage; the reference reads the same.
+    """
+    pa = pyarrow_module()
+    if all(
+        field.nullable and not isinstance(field.type, pa.BaseExtensionType) for field in data.schema
+    ):
+        return data
+    columns = [_storage(column) for column in data.columns]
+    schema = pa.schema(
+        [
+            pa.field(field.name, column.type, True, field.metadata)
+            for field, column in zip(data.schema, columns, strict=True)
+        ],
+        metadata=data.schema.metadata,
+    )
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _storage(column: Any) -> Any:
+    pa = pyarrow_module()
+    if not isinstance(column.type, pa.BaseExtensionType):
+        return column
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
+    return column.storage
 
 
 def native_input(data: object, what: str) -> Any:

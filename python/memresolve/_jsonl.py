@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import IO, Any, TypeAlias, TypeVar
+from typing import IO, Any, TypeAlias, TypeGuard, TypeVar
 
 from memresolve import _arguments as arguments
 from memresolve import _validate as check
@@ -196,12 +196,23 @@ def record_to_json(record: MemoryRecord) -> JsonObject:
     }
 
 
+def _is_valid_id(record_id: object) -> TypeGuard[str]:
+    # An error names the record only by an id the record could have (docs/spec.md §5.1).
+    if not isinstance(record_id, str) or not record_id:
+        return False
+    try:
+        record_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def record_from_json(obj: object) -> MemoryRecord:
     """A ``MemoryRecord`` from a JSON object (strict: see the module docstring)."""
     record_id = obj.get("id") if isinstance(obj, dict) else None
     subject = (
         Subject(f"record {record_id!r}", record_id)
-        if isinstance(record_id, str) and record_id
+        if _is_valid_id(record_id)
         else Subject("record")
     )
     fields = dict(_fields(obj, subject, _RECORD_REQUIRED, _RECORD_OPTIONAL))

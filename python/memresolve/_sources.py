@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memresolve._arrow_reader import arrow_source, column_names, pyarrow_module, validated
+from memresolve._arrow_reader import (
+    arrow_source,
+    column_names,
+    plain,
+    pyarrow_module,
+    validated,
+)
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
@@ -38,6 +44,7 @@ class Source:
         # read: an open reader keeps the file's buffers, as much memory as the file.
         self._dataset: list[tuple[str, Any]] | None = None
         self._stream: Any = None
+        self._table: Any = None  # an input already in memory: rows can be read again
         if isinstance(data, str | os.PathLike):
             self._dataset = _parquet_files(Path(data), what)
             self.schema = self._dataset[0][1].schema.to_arrow_schema()
@@ -45,6 +52,9 @@ class Source:
             source = arrow_source(data, what)
             if isinstance(source, pa.RecordBatch):
                 source = pa.Table.from_batches([source])
+            if isinstance(source, pa.Table):
+                column_names(source, what)
+                self._table = source = plain(source)
             if not hasattr(source, "__arrow_c_stream__"):
                 raise InvalidInputError(
                     f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
@@ -139,7 +149,7 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = validated(batch.select(self.columns), self.what)
+            batch = validated(plain(batch.select(self.columns)), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
@@ -161,7 +171,9 @@ class Source:
         return name, row - first
 
     def value_at(self, column: str, row: int) -> object:
-        """The value of ``column`` at the whole input's ``row`` (files only; else None)."""
+        """The value of ``column`` at the whole input's ``row`` (None: a stream, read once)."""
+        if self._table is not None:
+            return self._table.column(column)[row].as_py()
         if self._dataset is None:
             return None
         name, within = self.place(row)

@@ -39,7 +39,7 @@ class ErrorKind(StrEnum):
     UNKNOWN_FIELD = "unknown-field"
     """A field the schema does not have (JSON Lines objects, scope objects)."""
     DUPLICATE_FIELD = "duplicate-field"
-    """A JSON object names a field twice."""
+    """A JSON object names a field twice, or an Arrow table a column."""
     NAIVE_TIME = "naive-time"
     """A datetime or Arrow timestamp without a time zone."""
     OUT_OF_RANGE = "out-of-range"
