@@ -63,7 +63,7 @@ spark-executors: setup
 
 test-python: spark-executors
 	MEMRESOLVE_HYPOTHESIS_PROFILE=ci MEMRESOLVE_SPARK_PYTHON=$(abspath $(SPARK_VENV))/bin/python \
-		$(PY) -m pytest
+		$(PY) -m pytest --durations=25
 	# Forced to the reference, as a user without the extension would run (test_backend
 	# also runs the package with the compiled module made unimportable). Records are
 	# then stored in pure Python; test_parity feeds them to the native kernel too.

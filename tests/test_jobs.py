@@ -21,7 +21,7 @@ import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import reference
 from memresolve._backend import available_backends
-from memresolve._call import resolve_with
+from memresolve._call import resolve_prepared
 from memresolve._job_kernels import Jobs, get_jobs
 from memresolve._kernels import get_backend
 from memresolve._scopes import scope_owner
@@ -316,10 +316,13 @@ def assert_invariant(
             for record_id, status in sorted(written.items())
         ),
     ).apply(records)
+    # Prepared once (checked and indexed), each store is then resolved in every context.
+    original = kernel.prepare(tuple(records), tuple(tombstones))
+    rewritten = kernel.prepare(tuple(normalised), tuple(tombstones))
     for moment in later_instants(records, now):
         for context in contexts_over(records, moment):
-            before = resolve_with(kernel.resolve_rows, records, context, tombstones)
-            after = resolve_with(kernel.resolve_rows, normalised, context, tombstones)
+            before = resolve_prepared(original, context)
+            after = resolve_prepared(rewritten, context)
             assert [r.id for r in after.active] == [r.id for r in before.active]
             for was, now_is in zip(before.excluded, after.excluded, strict=True):
                 moved = (
@@ -454,11 +457,13 @@ def test_after_a_purge_every_later_resolution_is_unchanged(backend: str, store: 
         else r
         for r in records
     ]
+    original = kernel.prepare(tuple(records), tuple(tombstones))
+    erased = kernel.prepare(tuple(blanked), tuple(tombstones))
     moments = [NOW - WEEK, *later_instants(records, NOW)]
     for moment in moments:
         for context in contexts_over(records, moment):
-            before = resolve_with(kernel.resolve_rows, records, context, tombstones)
-            after = resolve_with(kernel.resolve_rows, blanked, context, tombstones)
+            before = resolve_prepared(original, context)
+            after = resolve_prepared(erased, context)
             assert not purged & {r.id for r in before.active}
             assert _prompt(after) == _prompt(before)
 

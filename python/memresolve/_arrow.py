@@ -45,9 +45,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from memresolve import _arguments as arguments
+from memresolve._arrow_input import as_table, pyarrow_module
 from memresolve._arrow_reader import (
-    as_table,
-    pyarrow_module,
     read_contexts_table,
     read_records_table,
     read_tombstones_table,

@@ -9,11 +9,12 @@ row and the kind of problem, as the native reader does (``docs/spec.md`` §5.2).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memresolve._arrow_input import as_table, pyarrow_module
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import RECORD_DEFAULTS, MemoryRecord
 from memresolve._scopes import Scope, make_scope
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "arrow_source",
-    "as_table",
-    "pyarrow_module",
     "read_contexts_table",
     "read_records_table",
     "read_tombstones_table",
@@ -44,194 +42,6 @@ __all__ = [
 _REQUIRED = "is null; a value is required"
 _NON_EMPTY = "is empty; a non-empty string is required"
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-
-
-def pyarrow_module() -> Any:
-    try:
-        import pyarrow  # noqa: PLC0415 - optional dependency
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "memresolve's Arrow functions need pyarrow: pip install 'memresolve[arrow]'"
-        ) from exc
-    return pyarrow
-
-
-def _is_lazy_frame(data: object) -> bool:
-    # A polars LazyFrame: no Arrow interface of its own, but a stream of frames that have one.
-    return not hasattr(data, "__arrow_c_stream__") and callable(
-        getattr(data, "collect_batches", None)
-    )
-
-
-def arrow_source(data: object, what: str) -> object:
-    """``data`` as something with the Arrow PyCapsule interface.
-
-    A polars ``LazyFrame`` becomes a ``pyarrow.RecordBatchReader`` over its
-    streaming engine's batches. Nothing runs until the reader is read, so
-    inputs are still taken in order (a bad ``records`` is reported before a
-    ``contexts`` query runs), and the query runs once. A query that fails is
-    ``malformed``, as any Arrow stream that fails. Anything else is returned
-    as it is.
-    """
-    if not _is_lazy_frame(data):
-        return data
-    pa = pyarrow_module()
-    import polars  # noqa: PLC0415 - a LazyFrame was given, so polars is there
-
-    try:
-        schema = polars.DataFrame(schema=data.collect_schema()).to_arrow().schema  # type: ignore[attr-defined]
-    except Exception as exc:  # any failure of the user's query
-        raise _stream_failed(what, exc) from exc
-
-    def batches() -> Iterator[Any]:
-        for frame in data.collect_batches():  # type: ignore[attr-defined]
-            for batch in frame.to_arrow().to_batches():
-                # Same types; only field metadata may differ from the empty frame's.
-                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
-
-    return pa.RecordBatchReader.from_batches(schema, batches())
-
-
-def _stream_failed(what: str, exc: BaseException) -> InvalidInputError:
-    return InvalidInputError(
-        f"{what}: the Arrow stream failed: {type(exc).__name__}: {exc}",
-        kind=ErrorKind.MALFORMED,
-        field=what,
-    )
-
-
-def as_table(data: object, what: str) -> pa.Table:
-    """Any Arrow PyCapsule producer (or polars ``LazyFrame``) as a pyarrow ``Table``.
-
-    Something that is not an Arrow table, or whose producer refuses to give
-    one, is ``wrong-type``; a stream that fails while it is read is
-    ``malformed`` (as the native reader says).
-    """
-    pa = pyarrow_module()
-    data = arrow_source(data, what)
-    if isinstance(data, pa.Table):
-        column_names(data, what)
-        return plain(data)
-    if isinstance(data, pa.RecordBatch):
-        column_names(data, what)
-        return pa.Table.from_batches([plain(data)])
-    try:
-        if hasattr(data, "__arrow_c_stream__"):
-            reader = pa.RecordBatchReader.from_stream(data)
-        elif hasattr(data, "__arrow_c_array__"):
-            return as_table(pa.record_batch(data), what)
-        else:
-            raise _not_arrow(what, type(data).__name__)
-    except InvalidInputError:
-        raise
-    except Exception as exc:  # whatever the producer raised
-        raise _not_arrow(what, f"{type(data).__name__} ({type(exc).__name__}: {exc})") from exc
-    try:
-        table = reader.read_all()
-    except Exception as exc:  # whatever the stream raised
-        raise _stream_failed(what, exc) from exc
-    column_names(table, what)
-    return plain(table)
-
-
-def validated(data: Any, what: str) -> Any:
-    """``data`` (a pyarrow ``Table`` or ``RecordBatch``), each column checked in full.
-
-    Before the native core imports it: the Arrow C data interface carries no length for a
-    string column's values, so the importer takes it from the last offset, and data whose
-    offsets a producer corrupted would be read out of bounds before any check could run
-    (a fuzzer found it). pyarrow knows the real buffer sizes and validates without that
-    risk; bad data is ``malformed`` naming the column, as the native reader names it.
-    """
-    for name, column in zip(column_names(data, what), data.columns, strict=True):
-        try:
-            column.validate(full=True)
-        except Exception as exc:
-            raise InvalidInputError(
-                f"{what}: column {name!r} is not valid Arrow data: {exc}",
-                kind=ErrorKind.MALFORMED,
-                field=name,
-            ) from None
-    return data
-
-
-def column_names(data: Any, what: str) -> list[str]:
-    """The column names of a pyarrow table, batch or schema.
-
-    A name that is not UTF-8 is ``malformed`` (pyarrow raises ``UnicodeDecodeError``
-    reading it; a fuzzer found it). A name given to two columns is ``duplicate-field``:
-    which of the two a reader took would be an accident of the implementation.
-    """
-    schema = data if isinstance(data, pyarrow_module().Schema) else data.schema
-    try:
-        names: list[str] = schema.names
-    except UnicodeDecodeError:
-        raise InvalidInputError(
-            f"{what}: a column name is not valid UTF-8",
-            kind=ErrorKind.MALFORMED,
-            field=what,
-        ) from None
-    if len(set(names)) < len(names):
-        twice = next(name for n, name in enumerate(names) if name in names[:n])
-        raise InvalidInputError(
-            f"{what}: two columns are named {twice!r}",
-            kind=ErrorKind.DUPLICATE_FIELD,
-            field=twice,
-        )
-    return names
-
-
-def plain(data: Any) -> Any:
-    """A pyarrow table or batch as its readers take it: every field nullable, and every
-    extension column as its storage.
-
-    A producer may declare a column non-nullable and still hold nulls in it (the C data
-    interface does not check); the Rust importer would then refuse the whole batch. Read
-    as nullable, a null in a required column is reported as the readers report any null:
-    ``missing``, naming the column and its first null row. An extension type travels
-    through the C data interface as its storage type with a metadata tag, so the native
-    reader sees the storage; the reference reads the same.
-    """
-    pa = pyarrow_module()
-    if all(
-        field.nullable and not isinstance(field.type, pa.BaseExtensionType) for field in data.schema
-    ):
-        return data
-    columns = [_storage(column) for column in data.columns]
-    schema = pa.schema(
-        [
-            pa.field(field.name, column.type, True, field.metadata)
-            for field, column in zip(data.schema, columns, strict=True)
-        ],
-        metadata=data.schema.metadata,
-    )
-    if isinstance(data, pa.RecordBatch):
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _storage(column: Any) -> Any:
-    pa = pyarrow_module()
-    if not isinstance(column.type, pa.BaseExtensionType):
-        return column
-    if isinstance(column, pa.ChunkedArray):
-        return pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
-    return column.storage
-
-
-def native_input(data: object, what: str) -> Any:
-    """Any Arrow input of the batch form, read into pyarrow and ``validated``: what the
-    native core is handed."""
-    return validated(as_table(data, what), what)
-
-
-def _not_arrow(what: str, got: str) -> InvalidInputError:
-    return InvalidInputError(
-        f"{what}: expected an Arrow table (an object with __arrow_c_stream__ or"
-        f" __arrow_c_array__), got {got}",
-        kind=ErrorKind.WRONG_TYPE,
-        field=what,
-    )
 
 
 # Reading, column by column ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memresolve._arrow_reader import pyarrow_module
+from memresolve._arrow_input import pyarrow_module
 from memresolve._types import ID_COLUMNS
 
 __all__ = ["canonical", "canonical_schema", "read_columns"]

@@ -27,7 +27,7 @@ from typing import Any
 from memresolve import _arguments as arguments
 from memresolve import _backend, _kernels
 from memresolve import _validate as check
-from memresolve._arrow_reader import pyarrow_module
+from memresolve._arrow_input import pyarrow_module
 from memresolve._canonical import canonical, canonical_schema, read_columns
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts

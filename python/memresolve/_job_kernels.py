@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from memresolve import _backend, _native_loader, reference
-from memresolve._arrow_reader import native_input
+from memresolve._arrow_input import native_input
 from memresolve._inputs import ForgetTombstone
 from memresolve._types import PurgeCause, Status
 from memresolve._validate import to_micros

@@ -36,7 +36,7 @@ from typing import Any
 from memresolve import _arguments as arguments
 from memresolve import _backend
 from memresolve import _validate as check
-from memresolve._arrow_reader import pyarrow_module
+from memresolve._arrow_input import pyarrow_module
 from memresolve._canonical import canonical, canonical_schema, read_columns
 from memresolve._dataset import (
     BASELINE_BYTES,

@@ -12,7 +12,7 @@ from typing import Any, Final, Protocol, cast
 
 from memresolve import _backend, _native_loader, reference
 from memresolve import _validate as check
-from memresolve._arrow_reader import native_input
+from memresolve._arrow_input import native_input
 from memresolve._call import Prepared
 from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
 from memresolve._records import MemoryRecord, check_records

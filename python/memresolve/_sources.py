@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memresolve._arrow_reader import (
+from memresolve._arrow_input import (
     arrow_source,
     column_names,
     plain,

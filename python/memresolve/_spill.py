@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memresolve._arrow_reader import pyarrow_module
+from memresolve._arrow_input import pyarrow_module
 
 __all__ = ["IdBuckets", "Parts"]
 
