@@ -91,10 +91,10 @@ def as_table(data: object, what: str) -> pa.Table:
     data = arrow_source(data, what)
     if isinstance(data, pa.Table):
         column_names(data, what)
-        return plain(data)
+        return plain(data, what)
     if isinstance(data, pa.RecordBatch):
         column_names(data, what)
-        return pa.Table.from_batches([plain(data)])
+        return pa.Table.from_batches([plain(data, what)])
     try:
         if hasattr(data, "__arrow_c_stream__"):
             reader = pa.RecordBatchReader.from_stream(data)
@@ -111,7 +111,7 @@ def as_table(data: object, what: str) -> pa.Table:
     except Exception as exc:  # whatever the stream raised
         raise _stream_failed(what, exc) from exc
     column_names(table, what)
-    return plain(table)
+    return plain(table, what)
 
 
 def validated(data: Any, what: str) -> Any:
@@ -139,8 +139,10 @@ def column_names(data: Any, what: str) -> list[str]:
     """The column names of a pyarrow table, batch or schema.
 
     A name that is not UTF-8 is ``malformed`` (pyarrow raises ``UnicodeDecodeError``
-    reading it; a fuzzer found it). A name given to two columns is ``duplicate-field``:
-    which of the two a reader took would be an accident of the implementation.
+    reading it; a fuzzer found it), and so is a column whose type holds such a text (a
+    timestamp's time zone, a nested field's name; a fuzzer found the time zone). A name
+    given to two columns is ``duplicate-field``: which of the two a reader took would be
+    an accident of the implementation.
     """
     schema = data if isinstance(data, pyarrow_module().Schema) else data.schema
     try:
@@ -151,6 +153,8 @@ def column_names(data: Any, what: str) -> list[str]:
             kind=ErrorKind.MALFORMED,
             field=what,
         ) from None
+    for name, field in zip(names, schema, strict=True):
+        _check_type_texts(field.type, what, name)
     if len(set(names)) < len(names):
         twice = next(name for n, name in enumerate(names) if name in names[:n])
         raise InvalidInputError(
@@ -161,7 +165,29 @@ def column_names(data: Any, what: str) -> list[str]:
     return names
 
 
-def plain(data: Any) -> Any:
+def _check_type_texts(kind: Any, what: str, column: str) -> None:
+    """Every text inside a column's type, read once, so that no reader meets one that
+    is not UTF-8 later, where pyarrow would raise ``UnicodeDecodeError``."""
+    pa = pyarrow_module()
+    try:
+        if isinstance(kind, pa.TimestampType):
+            kind.tz  # noqa: B018 - reading it is the check
+        elif isinstance(kind, pa.DictionaryType):
+            _check_type_texts(kind.value_type, what, column)
+        for index in range(kind.num_fields):
+            child = kind.field(index)
+            child.name  # noqa: B018 - reading it is the check
+            _check_type_texts(child.type, what, column)
+    except UnicodeDecodeError:
+        raise InvalidInputError(
+            f"{what}: column {column!r} has a type holding text that is not valid UTF-8"
+            " (a time zone or a nested field's name)",
+            kind=ErrorKind.MALFORMED,
+            field=column,
+        ) from None
+
+
+def plain(data: Any, what: str) -> Any:
     """A pyarrow table or batch as its readers take it: every field nullable, and every
     extension column as its storage.
 
@@ -170,24 +196,46 @@ def plain(data: Any) -> Any:
     as nullable, a null in a required column is reported as the readers report any null:
     ``missing``, naming the column and its first null row. An extension type travels
     through the C data interface as its storage type with a metadata tag, so the native
-    reader sees the storage; the reference reads the same.
+    reader sees the storage; the reference reads the same. Rebuilding checks each column's
+    structure; a column whose offsets or lengths contradict its buffers is ``malformed``
+    naming it (a fuzzer found one).
     """
     pa = pyarrow_module()
     if all(
         field.nullable and not isinstance(field.type, pa.BaseExtensionType) for field in data.schema
     ):
         return data
-    columns = [_storage(column) for column in data.columns]
-    schema = pa.schema(
-        [
-            pa.field(field.name, column.type, True, field.metadata)
-            for field, column in zip(data.schema, columns, strict=True)
-        ],
-        metadata=data.schema.metadata,
+    try:
+        columns = [_storage(column) for column in data.columns]
+        schema = pa.schema(
+            [
+                pa.field(field.name, column.type, True, field.metadata)
+                for field, column in zip(data.schema, columns, strict=True)
+            ],
+            metadata=data.schema.metadata,
+        )
+        if isinstance(data, pa.RecordBatch):
+            return pa.RecordBatch.from_arrays(columns, schema=schema)
+        return pa.Table.from_arrays(columns, schema=schema)
+    except pa.ArrowException as exc:
+        raise _malformed_column(data, what, exc) from None
+
+
+def _malformed_column(data: Any, what: str, exc: Exception) -> InvalidInputError:
+    """``malformed``, naming the first column whose structure pyarrow refuses."""
+    pa = pyarrow_module()
+    for name, column in zip(data.schema.names, data.columns, strict=True):
+        try:
+            column.validate()
+        except pa.ArrowException as invalid:
+            return InvalidInputError(
+                f"{what}: column {name!r} is not valid Arrow data: {invalid}",
+                kind=ErrorKind.MALFORMED,
+                field=name,
+            )
+    return InvalidInputError(
+        f"{what}: not valid Arrow data: {exc}", kind=ErrorKind.MALFORMED, field=what
     )
-    if isinstance(data, pa.RecordBatch):
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _storage(column: Any) -> Any:

@@ -54,7 +54,7 @@ class Source:
                 source = pa.Table.from_batches([source])
             if isinstance(source, pa.Table):
                 column_names(source, what)
-                self._table = source = plain(source)
+                self._table = source = plain(source, what)
             if not hasattr(source, "__arrow_c_stream__"):
                 raise InvalidInputError(
                     f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
@@ -149,7 +149,7 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = validated(plain(batch.select(self.columns)), self.what)
+            batch = validated(plain(batch.select(self.columns), self.what), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
