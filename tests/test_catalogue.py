@@ -1005,6 +1005,18 @@ def test_A2_extra_columns_are_ignored() -> None:
     assert decide_arrow(extra, context()) == decide_arrow(table, context())
 
 
+def test_A2_an_extra_column_is_ignored_even_when_its_text_is_not_utf8() -> None:
+    # No reader reads it, so no reader judges it (its structure is still checked: the
+    # native import touches every column).
+    table = _story_table()
+    bad = b"\xff" * table.num_rows
+    offsets = pa.py_buffer(np.arange(table.num_rows + 1, dtype=np.int32).tobytes())
+    notes = pa.Array.from_buffers(pa.string(), table.num_rows, [None, offsets, pa.py_buffer(bad)])
+    assert decide_arrow(table.append_column("notes", notes), context()) == decide_arrow(
+        table, context()
+    )
+
+
 def _story_table() -> pa.Table:
     return _table(
         record("m1"),

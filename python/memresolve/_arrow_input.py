@@ -115,17 +115,22 @@ def as_table(data: object, what: str) -> pa.Table:
 
 
 def validated(data: Any, what: str) -> Any:
-    """``data`` (a pyarrow ``Table`` or ``RecordBatch``), each column checked in full.
+    """``data`` (a pyarrow ``Table`` or ``RecordBatch``), each column's structure checked.
 
-    Before the native core imports it: the Arrow C data interface carries no length for a
-    string column's values, so the importer takes it from the last offset, and data whose
-    offsets a producer corrupted would be read out of bounds before any check could run
-    (a fuzzer found it). pyarrow knows the real buffer sizes and validates without that
-    risk; bad data is ``malformed`` naming the column, as the native reader names it.
+    Before the native core imports it: the Arrow C data interface carries no buffer sizes,
+    so the importer takes them from the array's length and, for a string or list column's
+    values, from its last offset; data whose lengths or offsets a producer corrupted would
+    be read out of bounds before any check could run (a fuzzer found it). pyarrow knows the
+    real buffer sizes: its structural validation (every buffer as large as the length
+    needs, first and last offsets within the values, recursively through lists and
+    dictionaries) is what the import trusts. The rest (offsets in order, UTF-8, dictionary
+    keys in range) the native reader checks in full on the columns it reads, in parallel;
+    checking it here too made ``resolve_batch`` 15-20% slower at 1M and 10M records. Bad
+    data is ``malformed`` naming the column, on either side.
     """
     for name, column in zip(column_names(data, what), data.columns, strict=True):
         try:
-            column.validate(full=True)
+            column.validate()
         except Exception as exc:
             raise InvalidInputError(
                 f"{what}: column {name!r} is not valid Arrow data: {exc}",
