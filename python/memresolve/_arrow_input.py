@@ -91,10 +91,10 @@ def as_table(data: object, what: str) -> pa.Table:
     data = arrow_source(data, what)
     if isinstance(data, pa.Table):
         column_names(data, what)
-        return plain(data, what)
+        return validated(plain(data, what), what)
     if isinstance(data, pa.RecordBatch):
         column_names(data, what)
-        return pa.Table.from_batches([plain(data, what)])
+        return validated(pa.Table.from_batches([plain(data, what)]), what)
     try:
         if hasattr(data, "__arrow_c_stream__"):
             reader = pa.RecordBatchReader.from_stream(data)
@@ -111,32 +111,30 @@ def as_table(data: object, what: str) -> pa.Table:
     except Exception as exc:  # whatever the stream raised
         raise _stream_failed(what, exc) from exc
     column_names(table, what)
-    return plain(table, what)
+    return validated(plain(table, what), what)
 
 
 def validated(data: Any, what: str) -> Any:
-    """``data`` (a pyarrow ``Table`` or ``RecordBatch``), each column's structure checked.
+    """``data`` (a pyarrow ``Table`` or ``RecordBatch``), its structure checked.
 
     Before the native core imports it: the Arrow C data interface carries no buffer sizes,
-    so the importer takes them from the array's length and, for a string or list column's
+    so the importer takes them from the array's length and, for a string or binary column's
     values, from its last offset; data whose lengths or offsets a producer corrupted would
     be read out of bounds before any check could run (a fuzzer found it). pyarrow knows the
     real buffer sizes: its structural validation (every buffer as large as the length
     needs, first and last offsets within the values, recursively through lists and
     dictionaries) is what the import trusts. The rest (offsets in order, UTF-8, dictionary
     keys in range) the native reader checks in full on the columns it reads, in parallel;
-    checking it here too made ``resolve_batch`` 15-20% slower at 1M and 10M records. Bad
-    data is ``malformed`` naming the column, on either side.
+    checking it here too made ``resolve_batch`` 15-22% slower at 1M and 10M records. Bad
+    data is ``malformed`` naming the column, on either side. So is a column shorter or
+    longer than its table: a producer of ``__arrow_c_array__`` can hand one over, and
+    pyarrow's own export of such a table crashed the interpreter (a review found it).
     """
-    for name, column in zip(column_names(data, what), data.columns, strict=True):
-        try:
-            column.validate()
-        except Exception as exc:
-            raise InvalidInputError(
-                f"{what}: column {name!r} is not valid Arrow data: {exc}",
-                kind=ErrorKind.MALFORMED,
-                field=name,
-            ) from None
+    column_names(data, what)
+    try:
+        data.validate()  # each column's structure, and every column as long as the table
+    except pyarrow_module().ArrowException as exc:
+        raise _malformed_column(data, what, exc) from None
     return data
 
 
@@ -175,26 +173,32 @@ def _check_type_texts(kind: Any, what: str, column: str) -> None:
     is not UTF-8 later, where pyarrow would raise ``UnicodeDecodeError``."""
     pa = pyarrow_module()
     try:
-        if isinstance(kind, pa.TimestampType):
+        if isinstance(kind, pa.BaseExtensionType):
+            _check_type_texts(kind.storage_type, what, column)
+        elif isinstance(kind, pa.TimestampType):
             kind.tz  # noqa: B018 - reading it is the check
         elif isinstance(kind, pa.DictionaryType):
             _check_type_texts(kind.value_type, what, column)
         for index in range(kind.num_fields):
             child = kind.field(index)
             child.name  # noqa: B018 - reading it is the check
+            for text in (child.metadata or {}).items():
+                text[0].decode()
+                text[1].decode()
             _check_type_texts(child.type, what, column)
     except UnicodeDecodeError:
         raise InvalidInputError(
             f"{what}: column {column!r} has a type holding text that is not valid UTF-8"
-            " (a time zone or a nested field's name)",
+            " (a time zone, or a nested field's name or metadata)",
             kind=ErrorKind.MALFORMED,
             field=column,
         ) from None
 
 
 def plain(data: Any, what: str) -> Any:
-    """A pyarrow table or batch as its readers take it: every field nullable, and every
-    extension column as its storage.
+    """A pyarrow table or batch as its readers take it: every field nullable, every
+    extension column as its storage, and no field or schema metadata (ignored by every
+    reader; the native import would decode it, and refuse it if it is not UTF-8).
 
     A producer may declare a column non-nullable and still hold nulls in it (the C data
     interface does not check); the Rust importer would then refuse the whole batch. Read
@@ -206,18 +210,18 @@ def plain(data: Any, what: str) -> Any:
     naming it (a fuzzer found one).
     """
     pa = pyarrow_module()
-    if all(
-        field.nullable and not isinstance(field.type, pa.BaseExtensionType) for field in data.schema
+    if not data.schema.metadata and all(
+        field.nullable and not field.metadata and not isinstance(field.type, pa.BaseExtensionType)
+        for field in data.schema
     ):
         return data
     try:
         columns = [_storage(column) for column in data.columns]
         schema = pa.schema(
             [
-                pa.field(field.name, column.type, True, field.metadata)
+                pa.field(field.name, column.type, True)
                 for field, column in zip(data.schema, columns, strict=True)
-            ],
-            metadata=data.schema.metadata,
+            ]
         )
         if isinstance(data, pa.RecordBatch):
             return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -230,6 +234,12 @@ def _malformed_column(data: Any, what: str, exc: Exception) -> InvalidInputError
     """``malformed``, naming the first column whose structure pyarrow refuses."""
     pa = pyarrow_module()
     for name, column in zip(data.schema.names, data.columns, strict=True):
+        if len(column) != data.num_rows:
+            return InvalidInputError(
+                f"{what}: column {name!r} has {len(column)} rows; its table has {data.num_rows}",
+                kind=ErrorKind.MALFORMED,
+                field=name,
+            )
         try:
             column.validate()
         except pa.ArrowException as invalid:
@@ -253,9 +263,9 @@ def _storage(column: Any) -> Any:
 
 
 def native_input(data: object, what: str) -> Any:
-    """Any Arrow input of the batch form, read into pyarrow and ``validated``: what the
-    native core is handed."""
-    return validated(as_table(data, what), what)
+    """Any Arrow input of the batch form, read into pyarrow and ``validated`` (by
+    ``as_table``): what the native core is handed."""
+    return as_table(data, what)
 
 
 def _not_arrow(what: str, got: str) -> InvalidInputError:

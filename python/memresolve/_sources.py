@@ -109,7 +109,7 @@ class Source:
             offset = 0
             # Each file is read with its own columns and types, and checked as it is
             # (a column it lacks, a type only it has, are its own faults).
-            present = set(metadata.schema.to_arrow_schema().names)
+            present = set(column_names(metadata.schema.to_arrow_schema(), self.what))
             columns = [column for column in self.wanted if column in present]
             try:
                 with _parquet().ParquetFile(name) as file:

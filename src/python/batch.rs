@@ -45,15 +45,26 @@ pub(crate) fn import(
             ),
         )
     })?;
-    let reader = any.into_reader()?;
-    let schema = reader.schema();
-    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|error| {
-        whole(
+    // The importer decodes every column's type and may panic on one it cannot read (a
+    // format string that is not UTF-8, nested in an extension type): the Python side
+    // checks the texts first, and a panic that still happens is bad input, not a crash.
+    let imported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let reader = any.into_reader()?;
+        let schema = reader.schema();
+        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|error| {
+            whole(
+                ErrorKind::Malformed,
+                format!("{what}: the Arrow stream failed: {error}"),
+            )
+        })?;
+        Ok((schema, batches))
+    }));
+    imported.unwrap_or_else(|_| {
+        Err(whole(
             ErrorKind::Malformed,
-            format!("{what}: the Arrow stream failed: {error}"),
-        )
-    })?;
-    Ok((schema, batches))
+            format!("{what}: the Arrow data could not be imported"),
+        ))
+    })
 }
 
 pub(crate) type Imported = (SchemaRef, Vec<RecordBatch>);

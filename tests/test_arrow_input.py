@@ -1,0 +1,153 @@
+"""Arrow input whose structure or type text lies, found by review after the fuzz runs: every
+reader refuses it alike (``malformed`` naming the column), or ignores what no reader reads.
+
+The Arrow C data interface carries no buffer sizes and no promise that a batch's columns
+are as long as the batch; ``memresolve._arrow_input`` checks both before anything reads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyarrow import ipc
+
+import memresolve as mr
+from memresolve import reference
+
+NOW = datetime(2026, 7, 30, tzinfo=UTC)
+CONTEXTS = mr.contexts_to_arrow(
+    [("c", mr.RetrievalContext(now=NOW, user_id="u", character_id="c", conversation_id="k"))]
+)
+FINDINGS = Path(__file__).resolve().parents[1] / "fuzz" / "findings" / "arrow"
+
+
+def _records() -> pa.Table:
+    return mr.records_to_arrow(
+        [
+            mr.MemoryRecord(
+                id=f"m{n}",
+                key="k",
+                value="v",
+                scope=mr.UserScope("u"),
+                authority="model-inferred",
+                confidence=0.5,
+                valid_from=datetime(2026, 7, n + 1, tzinfo=UTC),
+            )
+            for n in range(3)
+        ]
+    )
+
+
+READERS: dict[str, Callable[[Any], object]] = {
+    "resolve_batch": lambda t: mr.resolve_batch(t, CONTEXTS, include_excluded=True).to_pylist(),
+    "reference.resolve_batch": lambda t: reference.resolve_batch(
+        t, CONTEXTS, include_excluded=True
+    ).to_pylist(),
+    "records_from_arrow": lambda t: [r.id for r in mr.records_from_arrow(t)],
+    "MemoryStore.add_arrow": lambda t: mr.MemoryStore().add_arrow(t),
+    "normalize_batch": lambda t: mr.normalize_batch(t, now=NOW).to_pylist(),
+}
+
+
+def _refusals(table: object) -> set[tuple[mr.ErrorKind, str | None]]:
+    refusals = set()
+    for read in READERS.values():
+        with pytest.raises(mr.InvalidInputError) as caught:
+            read(table)
+        refusals.add((caught.value.kind, caught.value.field))
+    return refusals
+
+
+# The C ArrowArray struct, to hand over a batch whose column is shorter than the batch, as a
+# producer of __arrow_c_array__ can (pyarrow's own constructors refuse to build one).
+class _ArrowArray(ctypes.Structure):
+    pass
+
+
+_ArrowArray._fields_ = [
+    ("length", ctypes.c_int64),
+    ("null_count", ctypes.c_int64),
+    ("offset", ctypes.c_int64),
+    ("n_buffers", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+    ("children", ctypes.POINTER(ctypes.POINTER(_ArrowArray))),
+    ("dictionary", ctypes.POINTER(_ArrowArray)),
+    ("release", ctypes.c_void_p),
+    ("private_data", ctypes.c_void_p),
+]
+
+
+class _ArrowSchema(ctypes.Structure):
+    _fields_ = [("fields", ctypes.c_void_p * 9)]
+
+
+def _with_short_column(batch: pa.RecordBatch, column: int, length: int) -> pa.RecordBatch:
+    struct = pa.StructArray.from_arrays(batch.columns, fields=list(batch.schema))
+    array, schema = _ArrowArray(), _ArrowSchema()
+    struct._export_to_c(ctypes.addressof(array), ctypes.addressof(schema))
+    array.children[column].contents.length = length
+    imported: pa.RecordBatch = pa.RecordBatch._import_from_c(
+        ctypes.addressof(array), ctypes.addressof(schema)
+    )
+    return imported
+
+
+@pytest.mark.parametrize("column", ["key", "notes"])
+def test_a_column_shorter_than_its_batch_is_malformed_naming_it(column: str) -> None:
+    # pyarrow's export of such a table as a stream crashed the interpreter (native path);
+    # the Python readers raised IndexError.
+    batch = _records().append_column("notes", pa.array(["x", "y", "z"])).to_batches()[0]
+    short = _with_short_column(batch, batch.schema.get_field_index(column), 1)
+    assert [len(c) for c in short.columns].count(1) == 1
+    assert _refusals(short) == {(mr.ErrorKind.MALFORMED, column)}
+
+
+def _time_zone_not_utf8() -> pa.DataType:
+    data = (FINDINGS / "timestamp-time-zone-not-utf8").read_bytes()
+    kind: pa.DataType = (
+        ipc.open_stream(io.BytesIO(data[1:])).read_all().schema.field("valid_from").type
+    )
+    return kind
+
+
+def test_a_bad_time_zone_inside_an_extension_type_is_malformed() -> None:
+    records = _records()
+    bad = _time_zone_not_utf8()
+    opaque = pa.opaque(bad, "t", "v")
+    valid_from = records["valid_from"].combine_chunks().cast(bad)
+    wrapped = records.set_column(
+        records.schema.get_field_index("valid_from"),
+        "valid_from",
+        pa.ExtensionArray.from_storage(opaque, valid_from),
+    )
+    assert _refusals(wrapped) == {(mr.ErrorKind.MALFORMED, "valid_from")}
+    # Nested in a column no reader needs: still refused, since the native import decodes
+    # every column's type (it panicked on this one).
+    storage = pa.array([[1], [2], [3]], pa.list_(pa.int64())).cast(pa.list_(bad))
+    nested = pa.Array.from_buffers(
+        pa.list_(opaque),
+        3,
+        storage.buffers()[:2],
+        children=[pa.ExtensionArray.from_storage(opaque, storage.values)],
+    )
+    assert _refusals(records.append_column("notes", nested)) == {(mr.ErrorKind.MALFORMED, "notes")}
+
+
+def test_metadata_that_is_not_utf8_is_ignored_by_every_reader() -> None:
+    records = _records()
+    expected = {name: read(records) for name, read in READERS.items()}
+    field = pa.field("notes", pa.string(), metadata={b"\xff": b"\xfe"})
+    with_field_metadata = pa.Table.from_arrays(
+        [*records.columns, pa.array(["a", "b", "c"])], schema=pa.schema([*records.schema, field])
+    )
+    with_schema_metadata = records.replace_schema_metadata({b"\xff": b"\xfe"})
+    for table in (with_field_metadata, with_schema_metadata):
+        assert {name: read(table) for name, read in READERS.items()} == expected
