@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import io
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyarrow import ipc
 
@@ -45,6 +47,14 @@ def _records() -> pa.Table:
     )
 
 
+def _resolve_dataset(records: object) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        output = Path(scratch) / "out"
+        mr.resolve_dataset(records, CONTEXTS, output, include_excluded=True)
+        rows: list[dict[str, Any]] = pq.read_table(output).to_pylist()
+        return rows
+
+
 READERS: dict[str, Callable[[Any], object]] = {
     "resolve_batch": lambda t: mr.resolve_batch(t, CONTEXTS, include_excluded=True).to_pylist(),
     "reference.resolve_batch": lambda t: reference.resolve_batch(
@@ -53,6 +63,7 @@ READERS: dict[str, Callable[[Any], object]] = {
     "records_from_arrow": lambda t: [r.id for r in mr.records_from_arrow(t)],
     "MemoryStore.add_arrow": lambda t: mr.MemoryStore().add_arrow(t),
     "normalize_batch": lambda t: mr.normalize_batch(t, now=NOW).to_pylist(),
+    "resolve_dataset": _resolve_dataset,
 }
 
 

@@ -53,8 +53,9 @@ class Source:
             if isinstance(source, pa.RecordBatch):
                 source = pa.Table.from_batches([source])
             if isinstance(source, pa.Table):
-                column_names(source, what)
-                self._table = source = plain(source, what)
+                # Checked whole before it is exported as a stream: pyarrow's export of a
+                # table with a column shorter than the table crashes the interpreter.
+                self._table = source = validated(plain(source, what), what)
             if not hasattr(source, "__arrow_c_stream__"):
                 raise InvalidInputError(
                     f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
