@@ -3,12 +3,16 @@
 //! Python benchmarks, with the same kind of mix (several scopes, chains,
 //! expired, future-dated and forgotten records, a few tombstones).
 //!
+//! Also the same sets with every candidate in the context's scopes, resolved
+//! from a candidate set and from a prepared set.
+//!
 //! Run: `cargo bench --bench core`.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use memresolve::model::{Authority, Status};
+use memresolve::resolve::prepared::{PreparedScratch, PreparedSet};
 use memresolve::resolve::{
     resolve, CandidateSet, Context, Record, ScopeRef, Tombstone, TombstoneIndex,
 };
@@ -94,7 +98,11 @@ struct Workload {
     picks: Vec<(usize, usize, u64, Option<usize>)>,
 }
 
-fn workload(count: usize) -> Workload {
+/// The scopes of `SCOPES` the bench context sees.
+const IN_SCOPE: [usize; 4] = [0, 1, 3, 5];
+
+/// `count` records over `scopes` (indices into [`SCOPES`]).
+fn workload(count: usize, scopes: &[usize]) -> Workload {
     let mut rng = SplitMix(7);
     let ids: Vec<String> = (0..count).map(|n| format!("mem-{n:06}")).collect();
     let keys: Vec<String> = (0..(count / 3).max(1))
@@ -103,7 +111,8 @@ fn workload(count: usize) -> Workload {
     let mut last_in_group = std::collections::HashMap::new();
     let mut picks = Vec::with_capacity(count);
     for row in 0..count {
-        let scope = usize::try_from(rng.below(SCOPES.len() as u64)).unwrap_or(0);
+        let pick = usize::try_from(rng.below(scopes.len() as u64)).unwrap_or(0);
+        let scope = scopes.get(pick).copied().unwrap_or(0);
         let key = usize::try_from(rng.below(keys.len() as u64)).unwrap_or(0);
         let link = last_in_group
             .insert((scope, key), row)
@@ -137,35 +146,50 @@ fn candidates(work: &Workload) -> CandidateSet<'_> {
     set
 }
 
+const CONTEXT: Context<'static> = Context {
+    now: NOW,
+    user_id: "u-1",
+    character_id: "c-1",
+    conversation_id: "k-1",
+    scene_id: Some("s-1"),
+};
+
+fn tombstones(work: &Workload, count: usize) -> Vec<Tombstone<'_>> {
+    (0..(count / 100).max(1))
+        .map(|n| Tombstone {
+            key: &work.keys[n % work.keys.len()],
+            scope: SCOPES[n % SCOPES.len()],
+            blocks_sources_before: NOW - 40 * DAY,
+        })
+        .collect()
+}
+
+/// `resolve` from a candidate set: `core_resolve` over the per-turn mix (some
+/// scopes out of the context's), `core_resolve_in_scope` over candidates all
+/// in the context's scopes (what a store serves a context).
 fn bench_resolve(c: &mut Criterion) {
-    let context = Context {
-        now: NOW,
-        user_id: "u-1",
-        character_id: "c-1",
-        conversation_id: "k-1",
-        scene_id: Some("s-1"),
-    };
-    let mut group = c.benchmark_group("core_resolve");
-    for count in [20_usize, 200, 2_000] {
-        let work = workload(count);
-        let set = candidates(&work);
-        let tombstones: Vec<Tombstone<'_>> = (0..(count / 100).max(1))
-            .map(|n| Tombstone {
-                key: &work.keys[n % work.keys.len()],
-                scope: SCOPES[n % SCOPES.len()],
-                blocks_sources_before: NOW - 40 * DAY,
-            })
-            .collect();
-        group.throughput(Throughput::Elements(count as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(count), &set, |b, set| {
-            b.iter(|| {
-                let index = TombstoneIndex::new(black_box(&tombstones));
-                resolve(black_box(set), black_box(&context), &index)
+    let context = CONTEXT;
+    let all_scopes: Vec<usize> = (0..SCOPES.len()).collect();
+    for (name, scopes) in [
+        ("core_resolve", all_scopes.as_slice()),
+        ("core_resolve_in_scope", IN_SCOPE.as_slice()),
+    ] {
+        let mut group = c.benchmark_group(name);
+        for count in [20_usize, 200, 2_000] {
+            let work = workload(count, scopes);
+            let set = candidates(&work);
+            let tombstones = tombstones(&work, count);
+            group.throughput(Throughput::Elements(count as u64));
+            group.bench_with_input(BenchmarkId::from_parameter(count), &set, |b, set| {
+                b.iter(|| {
+                    let index = TombstoneIndex::new(black_box(&tombstones));
+                    resolve(black_box(set), black_box(&context), &index)
+                });
             });
-        });
+        }
+        group.finish();
     }
-    group.finish();
-    let work = workload(2_000);
+    let work = workload(2_000, &all_scopes);
     let set = candidates(&work);
     let index = TombstoneIndex::default();
     c.bench_function("core_decide_only/2000", |b| {
@@ -173,5 +197,24 @@ fn bench_resolve(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_resolve);
+/// A [`PreparedSet`] (what `MemoryStore` keeps per context) resolving the
+/// in-scope candidate sets of `core_resolve_in_scope`.
+fn bench_prepared(c: &mut Criterion) {
+    let mut group = c.benchmark_group("core_prepared_in_scope");
+    for count in [20_usize, 200, 2_000] {
+        let work = workload(count, &IN_SCOPE);
+        let set = candidates(&work);
+        let Ok(prepared) = PreparedSet::new(&set, &tombstones(&work, count)) else {
+            return;
+        };
+        let mut scratch = PreparedScratch::default();
+        group.throughput(Throughput::Elements(count as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(count), &prepared, |b, set| {
+            b.iter(|| set.resolve(black_box(&CONTEXT), &mut scratch));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_resolve, bench_prepared);
 criterion_main!(benches);

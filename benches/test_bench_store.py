@@ -10,6 +10,10 @@ seven scopes, four of them the context's) and ends with the winners:
 * ``resolve``: ``mr.resolve`` on records built once, before the turn;
 * ``store``/``store-file``: ``MemoryStore.resolve`` on a store holding the same records
   (in memory, and in a SQLite file), which reads only the context's scopes.
+
+Group ``in-scope-<size>`` draws every candidate from the context's scopes (``IN_SCOPE``),
+so that ``store.resolve`` serves exactly ``size`` candidates: the figure to set beside the
+Rust core's ``core_resolve_in_scope`` criterion bench (``cargo bench --bench core``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 import memresolve as mr
 from memresolve.testing.tutorial import Context, Tombstone, memory_from_row, resolve_memory
-from memresolve.testing.workload import CONTEXT, build, record_arguments
+from memresolve.testing.workload import CONTEXT, IN_SCOPE, build, record_arguments
 
 SIZES = [20, 200, 2_000]
 WAYS = ["tutorial", "build+resolve", "resolve", "store", "store-file"]
@@ -44,8 +48,11 @@ def _store(
     return store
 
 
-def _turn(way: str, size: int, directory: Path) -> Callable[[], Any]:
-    arguments, tombstones = record_arguments(size, seed=size)
+def _turn(way: str, size: int, directory: Path, *, in_scope: bool = False) -> Callable[[], Any]:
+    if in_scope:
+        arguments, tombstones = record_arguments(size, seed=size, scopes=IN_SCOPE)
+    else:
+        arguments, tombstones = record_arguments(size, seed=size)
     records = build(arguments)
     if way == "tutorial":
         context = Context(
@@ -79,3 +86,13 @@ def test_turn(benchmark: BenchmarkFixture, tmp_path: Path, way: str, size: int) 
     turn = _turn(way, size, tmp_path)
     result = benchmark(turn)
     assert len(result.active) > 0
+
+
+@pytest.mark.parametrize("size", [200, 2_000])
+@pytest.mark.parametrize("way", ["resolve", "store", "store-file"])
+def test_turn_in_scope(benchmark: BenchmarkFixture, tmp_path: Path, way: str, size: int) -> None:
+    benchmark.group = f"in-scope-{size}"
+    turn = _turn(way, size, tmp_path, in_scope=True)
+    result = benchmark(turn)
+    assert len(result.active) > 0
+    assert len(result.active) + len(result.excluded) == size, "every candidate is in scope"

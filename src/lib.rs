@@ -31,6 +31,8 @@ pub mod maintain;
 pub mod model;
 pub mod partition;
 pub mod resolve;
+#[cfg(test)]
+mod test_support;
 
 #[cfg(feature = "python")]
 mod python;

@@ -26,7 +26,7 @@ import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import _records, _scopes
 from memresolve._backend import available_backends
-from memresolve._call import resolve_with
+from memresolve._call import resolve_prepared, resolve_with
 from memresolve._kernels import Kernel, get_backend
 from memresolve._records import RECORD_FIELDS
 from memresolve.testing import Scenario, scenarios
@@ -364,6 +364,54 @@ def test_many_threads_resolving_shared_inputs_get_the_single_threaded_answers() 
         results = list(pool.map(hammer, range(8)))
     assert all(all(outcomes) for outcomes in results)
     assert expected == [resolve_with(get_backend("reference").resolve_rows, *job) for job in jobs]
+
+
+def test_a_result_read_first_by_many_threads_at_once_is_one_answer() -> None:
+    """``excluded`` and ``trace`` are built on first read: threads racing that read
+    all see the same, complete values."""
+    records, forgets = candidates(700, seed=3)
+    expected = mr.reference.resolve(records, CONTEXT, tombstones=forgets)
+    for _ in range(20):
+        shared = mr.resolve(records, CONTEXT, tombstones=forgets)
+        start = threading.Barrier(8)
+
+        def read(
+            worker: int, result: mr.Resolution = shared, start: threading.Barrier = start
+        ) -> tuple[object, object]:
+            start.wait()
+            if worker % 2:
+                return result.trace, result.excluded
+            return result.excluded, result.trace
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            seen = list(pool.map(read, range(8)))
+        for worker, pair in enumerate(seen):
+            trace, excluded = pair if worker % 2 else pair[::-1]
+            assert trace == expected.trace
+            assert excluded == expected.excluded
+
+
+def test_prepared_candidates_resolved_from_many_threads_give_one_answer() -> None:
+    """A prepared set reuses its buffers; a call that finds them busy brings its own."""
+    native = get_backend("native")
+    records, forgets = candidates(2_000, seed=5)
+    prepared = native.prepare(tuple(records), tuple(forgets))
+    contexts = [
+        CONTEXT,
+        dataclasses.replace(CONTEXT, scene_id=None, now=CONTEXT.now - timedelta(days=40)),
+    ]
+    expected = [mr.reference.resolve(records, c, tombstones=forgets) for c in contexts]
+    start = threading.Barrier(8)
+
+    def hammer(worker: int) -> bool:
+        start.wait()
+        return all(
+            resolve_prepared(prepared, contexts[(worker + n) % 2]) == expected[(worker + n) % 2]
+            for n in range(10)
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(pool.map(hammer, range(8)))
 
 
 # Found in review: the order of errors, subclasses, altered scopes -------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from memresolve._records import MemoryRecord
 from memresolve._scopes import Scope, scope_owner
@@ -126,15 +126,15 @@ def specificity(scope: Scope) -> int:
 PerKey: TypeAlias = Literal["most-specific"]
 
 
-@dataclass(frozen=True, slots=True)
-class RawResolution:
+class RawResolution(NamedTuple):
     """What a backend kernel returns, already in canonical order.
 
     ``active`` holds the winning records by (scope id, key); ``excluded_rows``
     holds row indices into the kernel's input, by record id,
     with ``excluded_codes[i]`` the code of row ``excluded_rows[i]``'s reason
     (its position in ``Reason``). Kept as compact sequences: the native kernel
-    hands over two ``bytes`` objects instead of one Python object per row.
+    hands over two ``bytes`` objects instead of one Python object per row. A named
+    tuple, as it is built on every call: half the cost of a frozen dataclass.
     """
 
     active: tuple[MemoryRecord, ...]
@@ -177,18 +177,21 @@ class Resolution:
             first access: a caller that only needs the winners never pays for
             an object per excluded candidate. Until then the result keeps a
             reference to the candidate records.
-        trace: counts, safe to log.
+        trace: counts, safe to log. Also built on first access.
     """
 
-    __slots__ = ("_excluded", "_pending", "active", "trace")
+    __slots__ = ("_counts", "_excluded", "_pending", "_trace", "active")
 
     active: tuple[MemoryRecord, ...]
-    trace: Trace
     _excluded: tuple[Exclusion, ...] | None
     # What .excluded is built from until it is first read: the candidates, the
     # excluded rows and their reason codes. One slot, read once, so a thread
     # racing the first access sees either all of it or the finished tuple.
     _pending: tuple[Sequence[MemoryRecord], Sequence[int], bytes] | None
+    _trace: Trace | None
+    # What .trace is counted from until it is first read: the number of
+    # candidates and the excluded reason codes (one slot, as _pending).
+    _counts: tuple[int, bytes] | None
 
     def __init__(
         self, active: Iterable[MemoryRecord], excluded: Iterable[Exclusion], trace: Trace
@@ -196,29 +199,21 @@ class Resolution:
         set_field = object.__setattr__
         set_field(self, "active", tuple(active))
         set_field(self, "_excluded", tuple(excluded))
-        set_field(self, "trace", trace)
+        set_field(self, "_trace", trace)
         set_field(self, "_pending", None)
+        set_field(self, "_counts", None)
 
     @classmethod
     def from_raw(cls, candidates: Sequence[MemoryRecord], raw: RawResolution) -> Resolution:
-        """The public result of a kernel's rows; ``excluded`` is materialised lazily."""
-        codes = raw.excluded_codes
-        # Trace's slots set directly, as for Exclusion: a third of the dataclass __init__.
-        trace = object.__new__(Trace)
-        _set_candidates(trace, len(candidates))
-        _set_active(trace, len(raw.active))
-        _set_scope(trace, codes.count(_SCOPE))
-        _set_expired(trace, codes.count(_STATUS_OR_TIME))
-        _set_forgotten(trace, codes.count(_FORGOTTEN))
-        _set_superseded(trace, codes.count(_SUPERSEDED))
-        _set_precedence(trace, codes.count(_LOWER_PRECEDENCE))
-        _set_version(trace, RESOLVER_VERSION)
+        """The public result of a kernel's rows; ``excluded`` and ``trace`` are
+        materialised lazily."""
         self = cls.__new__(cls)
         set_field = object.__setattr__
         set_field(self, "active", raw.active)
         set_field(self, "_excluded", None)
-        set_field(self, "trace", trace)
-        set_field(self, "_pending", (candidates, raw.excluded_rows, codes))
+        set_field(self, "_trace", None)
+        set_field(self, "_pending", (candidates, raw.excluded_rows, raw.excluded_codes))
+        set_field(self, "_counts", (len(candidates), raw.excluded_codes))
         return self
 
     @property
@@ -238,6 +233,30 @@ class Resolution:
             set_field(self, "_excluded", excluded)
             set_field(self, "_pending", None)  # the candidates are no longer needed
         return excluded
+
+    @property
+    def trace(self) -> Trace:
+        """Counts, safe to log (``docs/spec.md`` §2.7)."""
+        trace = self._trace
+        if trace is None:
+            counts = self._counts
+            if counts is None:  # another thread finished it meanwhile
+                return self.trace
+            candidates, codes = counts
+            # Trace's slots set directly, as for Exclusion: a third of the dataclass __init__.
+            trace = object.__new__(Trace)
+            _set_candidates(trace, candidates)
+            _set_active(trace, len(self.active))
+            _set_scope(trace, codes.count(_SCOPE))
+            _set_expired(trace, codes.count(_STATUS_OR_TIME))
+            _set_forgotten(trace, codes.count(_FORGOTTEN))
+            _set_superseded(trace, codes.count(_SUPERSEDED))
+            _set_precedence(trace, codes.count(_LOWER_PRECEDENCE))
+            _set_version(trace, RESOLVER_VERSION)
+            set_field = object.__setattr__
+            set_field(self, "_trace", trace)
+            set_field(self, "_counts", None)
+        return trace
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(_FROZEN.format(name))

@@ -6,6 +6,7 @@ use super::*;
 use crate::batch::Store;
 use crate::model::{Authority, Status};
 use crate::resolve::{decide, CandidateSet, Context, Record, ScopeRef, Tombstone, TombstoneIndex};
+use crate::test_support::{self, Rng};
 
 const NOW: i64 = 100;
 
@@ -258,24 +259,6 @@ fn the_sweep_names_blocked_and_stored_forgotten_records() {
 
 // Invariance, exhaustively over small stores ------------------------------------------------
 
-/// A deterministic generator (xorshift), so the test needs no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % 1024).unwrap_or(0) % n
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-}
-
 const IDS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 
 fn scopes() -> Vec<ScopeRef<'static>> {
@@ -293,21 +276,7 @@ fn scopes() -> Vec<ScopeRef<'static>> {
 }
 
 fn contexts(now: i64) -> Vec<Context<'static>> {
-    let mut out = Vec::new();
-    for user in ["u", "v"] {
-        for character in ["c", "d"] {
-            for scene in [None, Some("s")] {
-                out.push(Context {
-                    now,
-                    user_id: user,
-                    character_id: character,
-                    conversation_id: "k",
-                    scene_id: scene,
-                });
-            }
-        }
-    }
-    out
+    test_support::contexts(&[now], &["u", "v"], &["c", "d"], &[None, Some("s")])
 }
 
 fn random_store(rng: &mut Rng) -> Vec<Record<'static>> {

@@ -11,7 +11,13 @@ use super::errors::guarded;
 use super::record::RecordCore;
 use super::InternalError;
 use crate::error::{ErrorKind, InputError};
-use crate::resolve::{resolve, CandidateSet, Context, Tombstone, TombstoneIndex};
+use std::sync::Mutex;
+
+use crate::resolve::order::rows_by_id;
+use crate::resolve::prepared::{PreparedScratch, PreparedSet};
+use crate::resolve::{
+    resolve_in_id_order, CandidateSet, Context, Resolution, Tombstone, TombstoneIndex,
+};
 
 /// From this many candidates on, the pipeline runs with the interpreter
 /// released: below it, resolving takes about as long as releasing and
@@ -216,18 +222,30 @@ pub(super) fn check_candidates(
     not_a_record: Option<PyErr>,
 ) -> PyResult<()> {
     if let Some((earlier, row)) = candidates.first_duplicate_id() {
-        let Some(core) = cores.get(row) else {
-            return Err(InternalError::new_err("a repeated id names no candidate"));
-        };
-        let py = core.py();
-        let error =
-            package
-                .duplicate_id_error
-                .bind(py)
-                .call1((core.get().id_object(py), earlier, row))?;
-        return Err(PyErr::from_value(error));
+        return Err(repeated_id(package, cores, earlier, row));
     }
     not_a_record.map_or(Ok(()), Err)
+}
+
+/// The reference's error for the id of row `row` repeating row `earlier`'s.
+fn repeated_id(
+    package: &Package,
+    cores: &[Bound<'_, RecordCore>],
+    earlier: usize,
+    row: usize,
+) -> PyErr {
+    let Some(core) = cores.get(row) else {
+        return InternalError::new_err("a repeated id names no candidate");
+    };
+    let py = core.py();
+    match package
+        .duplicate_id_error
+        .bind(py)
+        .call1((core.get().id_object(py), earlier, row))
+    {
+        Ok(error) => PyErr::from_value(error),
+        Err(error) => error,
+    }
 }
 
 pub(super) fn read_tombstones(
@@ -241,11 +259,13 @@ pub(super) fn read_tombstones(
         .collect()
 }
 
-/// Resolves checked candidates (the storage of `records`, row for row).
+/// Resolves checked candidates (the storage of `records`, row for row;
+/// `by_id`, their rows in id order).
 fn resolve_candidates<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
     candidates: &CandidateSet<'_>,
+    by_id: &[usize],
     context: &Bound<'py, PyAny>,
     tombstones: &[OwnedTombstone],
 ) -> PyResult<Rows<'py>> {
@@ -253,10 +273,11 @@ fn resolve_candidates<'py>(
     let context = OwnedContext::read(package, context)?;
     let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
     let run = || {
-        resolve(
+        resolve_in_id_order(
             candidates,
             &context.borrow(),
             &TombstoneIndex::new(&borrowed),
+            by_id,
         )
     };
     let resolution = if candidates.len() >= DETACH_FROM {
@@ -266,7 +287,13 @@ fn resolve_candidates<'py>(
     }
     .map_err(super::errors::internal)?;
 
-    check_partition(&resolution, candidates.len())?;
+    rows_of(records, &resolution)
+}
+
+/// The winners as records and the exclusions as bytes: see [`Rows`].
+fn rows_of<'py>(records: &Bound<'py, PyTuple>, resolution: &Resolution) -> PyResult<Rows<'py>> {
+    let py = records.py();
+    check_partition(resolution, records.len())?;
     let winners = resolution
         .active
         .iter()
@@ -294,9 +321,14 @@ pub(crate) fn resolve_rows<'py>(
         let package = Package::get(py)?;
         let (cores, not_a_record) = cores(package, records)?;
         let candidates = candidate_set(cores.iter().map(Bound::get));
-        check_candidates(package, &cores, &candidates, not_a_record)?;
+        // One sort checks the ids and orders the exclusions.
+        let by_id = rows_by_id(&candidates)
+            .map_err(|(earlier, row)| repeated_id(package, &cores, earlier, row))?;
+        if let Some(error) = not_a_record {
+            return Err(error);
+        }
         let tombstones = read_tombstones(package, tombstones)?;
-        resolve_candidates(package, records, &candidates, context, &tombstones)
+        resolve_candidates(package, records, &candidates, &by_id, context, &tombstones)
     })
 }
 
@@ -304,12 +336,15 @@ pub(crate) fn resolve_rows<'py>(
 /// contexts: what a store keeps for a context it serves turn after turn.
 /// Reading a record's native storage, checking ids are unique and reading
 /// the tombstones cost about as much as deciding, for a few hundred
-/// candidates; a prepared set pays them once.
+/// candidates; a prepared set pays them once, and numbers ids, keys and
+/// scopes so that a call reads no string per candidate ([`PreparedSet`]).
 #[pyclass(module = "memresolve._native", frozen)]
 pub(crate) struct PreparedCandidates {
     records: Py<PyTuple>,
-    cores: Vec<Py<RecordCore>>,
-    tombstones: Vec<OwnedTombstone>,
+    set: PreparedSet,
+    /// Buffers reused from call to call (a call that finds them taken by
+    /// another thread allocates its own).
+    scratch: Mutex<PreparedScratch>,
 }
 
 #[pymethods]
@@ -321,12 +356,18 @@ impl PreparedCandidates {
             let (cores, not_a_record) = cores(package, records)?;
             let candidates = candidate_set(cores.iter().map(Bound::get));
             check_candidates(package, &cores, &candidates, not_a_record)?;
-            drop(candidates);
+            let tombstones = read_tombstones(package, tombstones)?;
+            let borrowed: Vec<Tombstone<'_>> =
+                tombstones.iter().map(OwnedTombstone::borrow).collect();
+            let set = PreparedSet::new(&candidates, &borrowed).map_err(|_| {
+                InternalError::new_err("checked candidates repeat an id in the prepared set")
+            })?;
             Ok(Self {
-                // Copies of altered records replace them, as `resolve_rows` reads them.
+                // Decided on the records' storage (a copy for a subclass or an
+                // altered record), answered with the records as given, as `resolve_rows` does.
                 records: records.clone().unbind(),
-                cores: cores.into_iter().map(Bound::unbind).collect(),
-                tombstones: read_tombstones(package, tombstones)?,
+                set,
+                scratch: Mutex::new(PreparedScratch::default()),
             })
         })
     }
@@ -345,14 +386,20 @@ impl PreparedCandidates {
     ) -> PyResult<Rows<'py>> {
         guarded(|| {
             let package = Package::get(py)?;
-            let candidates = candidate_set(self.cores.iter().map(Py::get));
-            resolve_candidates(
-                package,
-                self.records.bind(py),
-                &candidates,
-                context,
-                &self.tombstones,
-            )
+            let context = OwnedContext::read(package, context)?;
+            let run = || match self.scratch.try_lock() {
+                Ok(mut scratch) => self.set.resolve(&context.borrow(), &mut scratch),
+                Err(_) => self
+                    .set
+                    .resolve(&context.borrow(), &mut PreparedScratch::default()),
+            };
+            let resolution = if self.set.len() >= DETACH_FROM {
+                py.detach(run)
+            } else {
+                run()
+            }
+            .map_err(super::errors::internal)?;
+            rows_of(self.records.bind(py), &resolution)
         })
     }
 }

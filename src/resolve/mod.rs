@@ -11,6 +11,7 @@ pub mod forget;
 pub mod hash;
 pub mod order;
 pub mod precedence;
+pub mod prepared;
 pub mod scope;
 pub mod supersede;
 pub mod time;
@@ -139,6 +140,35 @@ pub fn decide(
         &mut outcomes,
     )?;
     Ok(outcomes)
+}
+
+/// [`resolve`] with the exclusions read off `by_id`, the rows in id order
+/// ([`order::rows_by_id`], which also checks that ids are unique): the sort
+/// that checks the input is the sort of the output.
+///
+/// # Errors
+/// [`Broken`], as [`decide_into`], and when `by_id` does not list every row once.
+pub fn resolve_in_id_order(
+    candidates: &CandidateSet<'_>,
+    context: &Context<'_>,
+    tombstones: &TombstoneIndex<'_>,
+    by_id: &[usize],
+) -> Result<Resolution, Broken> {
+    const NOT_ROWS: Broken = Broken("the id order does not list every candidate once");
+    if by_id.len() != candidates.len() {
+        return Err(NOT_ROWS);
+    }
+    let outcomes = decide(candidates, context, tombstones)?;
+    let mut active = Vec::new();
+    let mut excluded = Vec::with_capacity(outcomes.len());
+    for &row in by_id {
+        match outcomes.get(row).ok_or(NOT_ROWS)? {
+            None => active.push(row),
+            Some(reason) => excluded.push((row, *reason)),
+        }
+    }
+    order::sort_active(candidates, context, &mut active)?;
+    Ok(Resolution { active, excluded })
 }
 
 /// [`decide`], then the canonical order: winners by (scope id, key),

@@ -126,6 +126,43 @@ pub fn sort_excluded(
     sort_by_text(rows, |&(row, _)| ids.get(row).copied())
 }
 
+/// The rows of `candidates` by id (code point order), or the first repeated
+/// id as `(earlier, later)`: the smallest `later` whose id appears at an
+/// earlier row, with the first such row (as
+/// [`CandidateSet::first_duplicate_id`]). One sort serves both the check the
+/// input needs and the order of the exclusions ([`super::resolve_in_id_order`]).
+///
+/// # Errors
+/// The first repeated id, as above.
+pub fn rows_by_id(candidates: &CandidateSet<'_>) -> Result<Vec<usize>, (usize, usize)> {
+    let mut keyed: Vec<(u128, &str, usize)> = candidates
+        .ids()
+        .iter()
+        .enumerate()
+        .map(|(row, id)| (prefix(id), *id, row))
+        .collect();
+    let order = |a: &(u128, &str, usize), b: &(u128, &str, usize)| {
+        compare_text((a.0, a.1), (b.0, b.1)).then(a.2.cmp(&b.2))
+    };
+    if keyed.len() >= PARALLEL_FROM {
+        rayon::slice::ParallelSliceMut::par_sort_unstable_by(keyed.as_mut_slice(), order);
+    } else {
+        keyed.sort_unstable_by(order);
+    }
+    // Equal ids are adjacent, rows ascending: a run's second row is its first repeat.
+    let first_repeat = keyed
+        .chunk_by(|a, b| a.0 == b.0 && a.1 == b.1)
+        .filter_map(|run| Some((run.first()?.2, run.get(1)?.2)))
+        .min_by_key(|&(_, later)| later);
+    match first_repeat {
+        Some(repeat) => Err(repeat),
+        None => Ok(keyed.into_iter().map(|(_, _, row)| row).collect()),
+    }
+}
+
+/// From this many rows on, [`rows_by_id`] sorts on all cores.
+const PARALLEL_FROM: usize = 100_000;
+
 /// Sorts `items` by the string each one names, by code point.
 ///
 /// # Errors

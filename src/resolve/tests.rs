@@ -345,6 +345,54 @@ fn the_first_duplicate_is_the_earliest_repeat_in_row_order() {
         ..record("x", "k")
     });
     assert_eq!(unique.first_duplicate_id(), Some((123_456, 300_000)));
+    // The id sort of the per-turn path finds the same repeat, on all cores too.
+    assert_eq!(order::rows_by_id(&unique), Err((123_456, 300_000)));
+    assert_eq!(order::rows_by_id(&set), Err((1, 3)));
+}
+
+#[test]
+fn one_id_sort_checks_ids_and_orders_exclusions_as_resolve_does() {
+    // Every subset of these rows (ids sharing prefixes longer than the 16
+    // bytes the sort compares first, repeats, `:` and non-ASCII), in two orders.
+    let ids = [
+        "abcdefghijklmnop-2",
+        "é",
+        "abcdefghijklmnop-1",
+        "a:b",
+        "a",
+        "é",
+        "abcdefghijklmnop-1",
+        "𝔘",
+    ];
+    for mask in 0_u32..(1 << ids.len()) {
+        for reversed in [false, true] {
+            let mut chosen: Vec<usize> = (0..ids.len()).filter(|i| mask & (1 << i) != 0).collect();
+            if reversed {
+                chosen.reverse();
+            }
+            let mut set = CandidateSet::with_capacity(chosen.len());
+            for (n, &i) in chosen.iter().enumerate() {
+                let key = if n % 2 == 0 { "k" } else { "k2" };
+                set.push(Record {
+                    valid_until: (n % 3 == 0).then_some(NOW - 1),
+                    ..record(ids[i], key)
+                });
+            }
+            match (order::rows_by_id(&set), set.first_duplicate_id()) {
+                (Err(repeat), Some(expected)) => assert_eq!(repeat, expected, "{chosen:?}"),
+                (Ok(by_id), None) => {
+                    let context = context();
+                    let index = TombstoneIndex::default();
+                    assert_eq!(
+                        ok(resolve_in_id_order(&set, &context, &index, &by_id)),
+                        ok(resolve(&set, &context, &index)),
+                        "{chosen:?}"
+                    );
+                }
+                (got, expected) => panic!("{chosen:?}: {got:?} vs {expected:?}"),
+            }
+        }
+    }
 }
 
 #[test]

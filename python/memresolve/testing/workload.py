@@ -26,19 +26,27 @@ _SCOPES: tuple[mr.Scope, ...] = (
     mr.SceneScope("k-1", "s-1"),
     mr.SceneScope("k-1", "s-0"),  # a scene that ended: out of scope
 )
+#: The scopes of ``_SCOPES`` that ``CONTEXT`` sees: a store serves a context only these.
+IN_SCOPE: tuple[mr.Scope, ...] = tuple(
+    scope for scope in _SCOPES if mr.scope_id(scope) in set(map(mr.scope_id, CONTEXT.scopes()))
+)
 _AUTHORITIES = tuple(mr.Authority)
 
 
 def record_arguments(
-    count: int, seed: int = 0
+    count: int, seed: int = 0, scopes: tuple[mr.Scope, ...] = _SCOPES
 ) -> tuple[list[dict[str, Any]], list[mr.ForgetTombstone]]:
-    """Keyword arguments of ``count`` records in chains of about three, and a few tombstones."""
+    """Keyword arguments of ``count`` records in chains of about three, and a few tombstones.
+
+    The records' scopes are drawn from ``scopes``: by default seven, four of them
+    ``CONTEXT``'s; ``IN_SCOPE`` draws only those four.
+    """
     rng = random.Random(seed)
     keys = [f"slot.{n}" for n in range(max(1, count // 3))]
     arguments: list[dict[str, Any]] = []
     previous: dict[tuple[mr.Scope, str], str] = {}
     for n in range(count):
-        scope = rng.choice(_SCOPES)
+        scope = rng.choice(scopes)
         key = rng.choice(keys)
         start = NOW - timedelta(days=rng.uniform(0, 90))
         ends = rng.random() < 0.1
@@ -65,7 +73,7 @@ def record_arguments(
     tombstones = [
         mr.ForgetTombstone(
             key=rng.choice(keys),
-            scope=rng.choice(_SCOPES),
+            scope=rng.choice(scopes),
             forgotten_at=NOW - timedelta(days=5),
             blocks_sources_before=NOW - timedelta(days=rng.uniform(10, 80)),
         )
