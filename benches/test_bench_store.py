@@ -19,6 +19,7 @@ Rust core's ``core_resolve_in_scope`` criterion bench (``cargo bench --bench cor
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,37 @@ def test_turn_in_scope(benchmark: BenchmarkFixture, tmp_path: Path, way: str, si
     result = benchmark(turn)
     assert len(result.active) > 0
     assert len(result.active) + len(result.excluded) == size, "every candidate is in scope"
+
+
+@pytest.mark.parametrize("size", [200, 2_000])
+@pytest.mark.parametrize("way", ["store", "store-file"])
+def test_turn_with_a_write(
+    benchmark: BenchmarkFixture, tmp_path: Path, way: str, size: int
+) -> None:
+    """A chat turn as a backend runs it: one new memory added to the context's scopes,
+    then the context resolved. 100 rounds, so the candidates grow from ``size`` by 100."""
+    benchmark.group = f"write-turn-{size}"
+    arguments, tombstones = record_arguments(size, seed=size, scopes=IN_SCOPE)
+    store = _store(build(arguments), tombstones, tmp_path / "m.db" if way == "store-file" else None)
+    store.resolve(CONTEXT)
+    added = iter(range(1_000_000))
+
+    def turn() -> mr.Resolution:
+        n = next(added)
+        store.add(
+            [
+                mr.MemoryRecord(
+                    id=f"turn-{n}",
+                    key=f"slot.{n % 50}",
+                    value=f"said at turn {n}",
+                    scope=IN_SCOPE[n % len(IN_SCOPE)],
+                    authority="user-confirmed",
+                    confidence=0.9,
+                    valid_from=CONTEXT.now - timedelta(minutes=1),
+                )
+            ]
+        )
+        return store.resolve(CONTEXT)
+
+    result = benchmark.pedantic(turn, rounds=100, iterations=1, warmup_rounds=1)  # type: ignore[no-untyped-call]
+    assert len(result.active) + len(result.excluded) == size + 101

@@ -26,7 +26,7 @@ from pyarrow import ipc
 
 import memresolve as mr
 from memresolve import _records, reference
-from memresolve._call import resolve_with
+from memresolve._call import resolve_prepared, resolve_with
 from memresolve._kernels import get_backend
 
 NOW = datetime(2026, 7, 30, tzinfo=UTC)
@@ -166,10 +166,14 @@ def pipeline(data: bytes) -> None:
         resolve_with(get_backend(name).resolve_rows, records, context, tombstones)
         for name in (("reference", "native") if NATIVE else ("reference",))
     ]
+    if NATIVE:  # what MemoryStore serves: the candidates prepared once, in Rust
+        prepared = get_backend("native").prepare(tuple(records), tuple(tombstones))
+        results.append(resolve_prepared(prepared, context))
     first = results[0]
     for other in results[1:]:
         assert [r.id for r in other.active] == [r.id for r in first.active]
         assert other.excluded == first.excluded
+        assert other.trace == first.trace
     groups = [(mr.scope_id(r.scope), r.key) for r in first.active]
     assert len(groups) == len(set(groups)), "two winners for one (scope, key)"
     for winner in first.active:

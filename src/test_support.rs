@@ -1,7 +1,8 @@
 //! What the Rust tests share: a deterministic generator and the contexts of
 //! small generated stores. Compiled only for tests.
 
-use crate::resolve::Context;
+use crate::model::{Authority, Status};
+use crate::resolve::{Context, Record, ScopeRef};
 
 /// A deterministic generator (xorshift), so the tests need no dependency.
 pub(crate) struct Rng(pub(crate) u64);
@@ -48,4 +49,25 @@ pub(crate) fn contexts(
         }
     }
     out
+}
+
+/// An active, model-inferred record of version 1, valid from instant 0, with no
+/// end, observation time or `supersedes`.
+pub(crate) fn record(
+    id: &'static str,
+    key: &'static str,
+    scope: ScopeRef<'static>,
+) -> Record<'static> {
+    Record {
+        id,
+        key,
+        scope,
+        status: Status::Active,
+        authority: Authority::ModelInferred,
+        version: 1,
+        valid_from: 0,
+        valid_until: None,
+        observed_at: None,
+        supersedes: None,
+    }
 }

@@ -545,3 +545,11 @@ class _Renamed(mr.MemoryRecord):
     @property
     def value(self) -> str:
         return "renamed"
+
+
+def test_a_resolution_built_by_hand_keeps_what_it_was_given() -> None:
+    """``trace`` is computed lazily only for results a kernel built; a hand-built
+    one (even with a trace that is not a ``Trace``) returns what it holds."""
+    built = mr.Resolution((), (), None)  # type: ignore[arg-type]
+    assert built.trace is None
+    assert "trace=None" in repr(built)

@@ -635,12 +635,17 @@ def test_prepared_candidates_resolve_as_a_call_does(
     records, tombstones = tuple(scenario.records), tuple(scenario.tombstones)
     prepared = kernel.prepare(records, tombstones)
     assert prepared.records == records
+    # Grown from a part of them, in two steps: as a store's turns add records.
+    split = len(records) // 3
+    grown = kernel.prepare(records[:split], tombstones).extended(records[split : 2 * split])
+    grown = grown.extended(records[2 * split :])
+    assert tuple(map(id, grown.records)) == tuple(map(id, records))
     for context in (scenario.context, other):
         expected = resolve_with(kernel.resolve_rows, records, context, tombstones)
-        got = resolve_prepared(prepared, context)
-        assert tuple(map(id, got.active)) == tuple(map(id, expected.active))
-        assert got.excluded == expected.excluded
-        assert got.trace == expected.trace
+        for got in (resolve_prepared(prepared, context), resolve_prepared(grown, context)):
+            assert tuple(map(id, got.active)) == tuple(map(id, expected.active))
+            assert got.excluded == expected.excluded
+            assert got.trace == expected.trace
 
 
 @pytest.mark.parametrize("bad", ["not a record", "repeated id"])
@@ -660,6 +665,27 @@ def test_preparing_bad_candidates_raises_what_a_call_raises(backend: str, bad: s
         resolve_prepared(prepared, "not a context")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("bad", ["not a record", "repeated id", "repeated among the new"])
+def test_growing_prepared_candidates_refuses_what_preparing_them_whole_refuses(
+    backend: str, bad: str
+) -> None:
+    kernel = get_backend(backend)
+    held = (_record("m1"), _record("m2"))
+    added: tuple[object, ...] = {
+        "not a record": (_record("m3"), object()),
+        "repeated id": (_record("m3"), _record("m1")),
+        "repeated among the new": (_record("m3"), _record("m3"), object()),
+    }[bad]
+    with pytest.raises(mr.InvalidInputError) as expected:
+        kernel.prepare((*held, *added), ())
+    prepared = kernel.prepare(held, ())
+    with pytest.raises(mr.InvalidInputError) as got:
+        prepared.extended(added)
+    assert got.value.where() == expected.value.where()
+    assert str(got.value) == str(expected.value)
+    assert resolve_prepared(prepared, CONTEXT).trace.memory_candidates == 2, "unchanged"
+
+
 def test_a_refused_file_is_closed(tmp_path: Path) -> None:
     mr.MemoryStore(tmp_path / "m.db").close()
     connection = sqlite3.connect(tmp_path / "m.db")
@@ -674,3 +700,87 @@ def test_a_refused_file_is_closed(tmp_path: Path) -> None:
         with pytest.raises(mr.MemresolveError):
             mr.MemoryStore(tmp_path / "m.db")
     assert handles() == 0, "a refused store keeps no handle on the file"
+
+
+# -- ready candidates grow with the records added ------------------------------------
+
+
+def _store_view(store: mr.MemoryStore, context: mr.RetrievalContext) -> mr.Resolution:
+    """``mr.reference.resolve`` over what ``store`` holds, less scope exclusions."""
+    visible = {scope_id(scope) for scope in context.scopes()}
+    records = [r for r in store.records() if scope_id(r.scope) in visible]
+    tombstones = [t for t in store.tombstones() if scope_id(t.scope) in visible]
+    return mr.reference.resolve(records, context, tombstones=tombstones)
+
+
+@pytest.mark.parametrize("path", [None, "file"])
+def test_records_added_turn_after_turn_grow_the_ready_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str | None
+) -> None:
+    """A context served before is not prepared again for a few new records in its
+    scopes (its candidates grow), is for many, and always resolves as the reference."""
+    store = mr.MemoryStore(tmp_path / "m.db" if path else None)
+    prepared: list[int] = []
+    real_prepare = store._cache._prepare
+
+    def counting(records: Any, tombstones: Any) -> Any:
+        prepared.append(len(records))
+        return real_prepare(records, tombstones)
+
+    monkeypatch.setattr(store._cache, "_prepare", counting)
+    other = mr.RetrievalContext(now=_t(30), user_id="u2", character_id="c1", conversation_id="k2")
+    store.add([_record("seed")])
+    for context in (CONTEXT, other):
+        assert store.resolve(context) == _store_view(store, context)
+    assert len(prepared) == 2
+    scopes = [mr.UserScope("u1"), mr.CharacterScope("u1", "c1"), mr.ConversationScope("k1")]
+    for turn in range(30):
+        # A correction of the turn before, in one of the context's scopes, and a
+        # record the context does not see.
+        store.add(
+            [
+                _record(
+                    f"t{turn}",
+                    key=f"k{turn % 4}",
+                    scope=scopes[turn % 3],
+                    authority="user-corrected" if turn % 2 else "model-inferred",
+                    supersedes=f"t{turn - 1}" if turn % 5 else f"t{turn + 1}",
+                    valid_from=_t(1 + turn % 20),
+                ),
+                _record(f"x{turn}", scope=mr.UserScope("u3")),
+            ]
+        )
+        if turn == 10:
+            store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25))
+        for context in (CONTEXT, other):
+            assert store.resolve(context) == _store_view(store, context)
+    # Prepared again only after the forget (it changes a scope's rows), not per turn.
+    assert len(prepared) == 3
+    many = [_record(f"m{n}", key=f"m{n}") for n in range(200)]
+    store.add(many)
+    assert store.resolve(CONTEXT) == _store_view(store, CONTEXT)
+    assert len(prepared) == 4, "200 new records: prepared again, not grown"
+
+
+def test_ready_candidates_outlive_the_scopes_they_were_read_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With room for few scopes, contexts evict each other's scopes; records added to
+    an evicted scope still reach a context's ready candidates, and its tombstones are
+    read again when asked for."""
+    monkeypatch.setattr("memresolve._store_cache.MAX_SCOPES", 6)
+    store = mr.MemoryStore()
+    contexts = [
+        mr.RetrievalContext(now=_t(30), user_id=f"u{n}", character_id="c", conversation_id=f"k{n}")
+        for n in range(5)
+    ]
+    for round_ in range(3):
+        for n, context in enumerate(contexts):
+            store.add([_record(f"r{round_}-{n}", scope=mr.UserScope(f"u{n}"), key=f"k{round_}")])
+            assert store.resolve(context) == _store_view(store, context)
+        store.forget("k0", mr.UserScope("u0"), forgotten_at=_t(20))
+        for n, context in enumerate(contexts):
+            resolution = store.resolve(context)
+            assert resolution == _store_view(store, context)
+            explained = store.explain(f"r0-{n}", context)  # reads the scope's tombstones
+            assert explained.outcome == resolution.reason_for(f"r0-{n}")

@@ -38,6 +38,11 @@ class Prepared(Protocol):
     @property
     def records(self) -> tuple[MemoryRecord, ...]: ...
 
+    def extended(self, records: tuple[object, ...]) -> Prepared:
+        """A copy with ``records`` added after the candidates, checked as ``prepare``
+        checks them (rows counted on from the candidates'); this one is unchanged."""
+        ...
+
     def resolve_rows(self, context: RetrievalContext) -> RawResolution: ...
 
 

@@ -71,6 +71,9 @@ class _ReferencePrepared:
         self.records = cast("tuple[MemoryRecord, ...]", records)
         self._tombstones = tombstones
 
+    def extended(self, records: tuple[object, ...]) -> Prepared:
+        return _ReferencePrepared((*self.records, *records), self._tombstones)
+
     def resolve_rows(self, context: RetrievalContext) -> RawResolution:
         return reference.resolve_rows(self.records, context, self._tombstones)
 
@@ -142,6 +145,9 @@ class _NativePrepared:
     def __init__(self, prepared: Any) -> None:
         self._prepared = prepared
         self.records: tuple[MemoryRecord, ...] = prepared.records
+
+    def extended(self, records: tuple[object, ...]) -> Prepared:
+        return _NativePrepared(self._prepared.extended(records))
 
     def resolve_rows(self, context: RetrievalContext) -> RawResolution:
         active, excluded_rows, excluded_codes = self._prepared.resolve_rows(context)

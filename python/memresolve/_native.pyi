@@ -190,6 +190,9 @@ class PreparedCandidates:
     ) -> PreparedCandidates: ...
     @property
     def records(self) -> tuple[MemoryRecord, ...]: ...
+    def extended(self, records: tuple[object, ...]) -> PreparedCandidates:
+        """A copy with ``records`` added after the candidates, checked as the constructor
+        checks them; this one is unchanged."""
     def resolve_rows(
         self, context: RetrievalContext
     ) -> tuple[tuple[MemoryRecord, ...], bytes, bytes]:

@@ -240,8 +240,8 @@ class Resolution:
         trace = self._trace
         if trace is None:
             counts = self._counts
-            if counts is None:  # another thread finished it meanwhile
-                return self.trace
+            if counts is None:  # another thread finished it meanwhile (it set _trace first)
+                return self._trace  # type: ignore[return-value]
             candidates, codes = counts
             # Trace's slots set directly, as for Exclusion: a third of the dataclass __init__.
             trace = object.__new__(Trace)

@@ -276,8 +276,7 @@ class MemoryStore:
                 [values(row) for _, row in new],
             )
             # In the transaction: a failed commit drops the cache whole.
-            for scope, record in stored_records:
-                self._cache.append(scope, record)
+            self._cache.append(stored_records)
         return len(new)
 
     def add_arrow(self, table: object) -> int:

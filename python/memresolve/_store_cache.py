@@ -4,10 +4,12 @@ scopes it has read, as objects, and each context's candidates ready to resolve.
 A chat backend resolves the same few contexts turn after turn while the store changes
 by a few records: a turn that finds its context here reads no rows, builds no objects,
 computes no scope ids, and resolves candidates the backend has already read and checked
-(``Kernel.prepare``: for the native backend, their Rust storage and unique ids). Any
-change to a scope drops the ready candidates of every context (they are rebuilt from
-the scopes on the next turn); the scopes themselves are dropped only when their rows
-change.
+(``Kernel.prepare``: for the native backend, a ``PreparedSet`` in Rust). New records are
+added to the ready candidates of the contexts that see their scope (``Prepared.extended``:
+the native set grows by the new rows, it is not prepared again), unless there are so many
+that preparing again costs less. Any other change to a scope (a forget, an erasure, a
+status rewritten) drops the ready candidates of the contexts that see it, rebuilt from the
+scopes on their next turn; the scopes themselves are dropped only when their rows change.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ _TurnKey = tuple[str, str, str, str | None]
 MAX_SCOPES: Final = 200_000
 #: Contexts whose candidates are held at most.
 MAX_TURNS: Final = 20_000
+#: New records a context's ready candidates grow by at once, at most (or an eighth of
+#: them, if more): past that, preparing them again costs less than growing them.
+GROW_AT_MOST: Final = 64
 
 
 @dataclass(slots=True)
@@ -53,7 +58,8 @@ class StoreCache:
         self._load = load
         self._prepare = prepare
         self._scopes: dict[str, ScopeRows] = {}
-        self._turns: dict[_TurnKey, Prepared] = {}
+        # Each context's ready candidates, with the ids of the scopes they come from.
+        self._turns: dict[_TurnKey, tuple[Prepared, frozenset[str]]] = {}
 
     def clear(self) -> None:
         self._scopes.clear()
@@ -62,40 +68,58 @@ class StoreCache:
     def drop(self, scope: str) -> None:
         """Forgets what is held of ``scope`` (read again on next use)."""
         self._scopes.pop(scope, None)
-        self._turns.clear()
+        for key in [key for key, (_, scopes) in self._turns.items() if scope in scopes]:
+            del self._turns[key]
 
-    def append(self, scope: str, record: MemoryRecord) -> None:
-        """Adds a new record to ``scope`` if it is held."""
-        rows = self._scopes.get(scope)
-        if rows is not None:
-            rows.records.append(record)
-            self._turns.clear()
+    def append(self, added: Sequence[tuple[str, MemoryRecord]]) -> None:
+        """Adds new records (each with its scope id) to their scopes if held, and to the
+        ready candidates of every context that sees them."""
+        for scope, record in added:
+            rows = self._scopes.get(scope)
+            if rows is not None:
+                rows.records.append(record)
+        touched = {scope for scope, _ in added}
+        for key, (ready, scopes) in list(self._turns.items()):
+            if scopes.isdisjoint(touched):
+                continue
+            mine = tuple(record for scope, record in added if scope in scopes)
+            if len(mine) > max(GROW_AT_MOST, len(ready.records) // 8):
+                del self._turns[key]  # prepared again on its next turn
+            else:
+                self._turns[key] = (ready.extended(mine), scopes)
 
     def candidates(self, context: RetrievalContext) -> Prepared:
         """The records and tombstones of the scopes ``context`` sees, checked by the
-        backend once (until one of those scopes changes)."""
+        backend once (and grown by the records added to them since)."""
         key = (context.user_id, context.character_id, context.conversation_id, context.scene_id)
-        ready = self._turns.get(key)
-        if ready is None:
-            wanted = list(dict.fromkeys(scope_id(scope) for scope in context.scopes()))
-            missing = [scope for scope in wanted if scope not in self._scopes]
-            if missing:
-                if len(self._scopes) + len(missing) > MAX_SCOPES:
-                    for old in list(islice(self._scopes, len(self._scopes) // 2)):
-                        del self._scopes[old]
-                self._scopes.update(self._load(missing))
-            rows = [self._scopes[scope] for scope in wanted]
-            ready = self._prepare(
-                tuple(record for scope in rows for record in scope.records),
-                tuple(tombstone for scope in rows for tombstone in scope.tombstones),
-            )
-            if len(self._turns) >= MAX_TURNS:
-                self._turns.clear()
-            self._turns[key] = ready
+        turn = self._turns.get(key)
+        if turn is not None:
+            return turn[0]
+        wanted = list(dict.fromkeys(scope_id(scope) for scope in context.scopes()))
+        rows = self._rows(wanted)
+        ready = self._prepare(
+            tuple(record for scope in rows for record in scope.records),
+            tuple(tombstone for scope in rows for tombstone in scope.tombstones),
+        )
+        if len(self._turns) >= MAX_TURNS:
+            self._turns.clear()
+        self._turns[key] = (ready, frozenset(wanted))
         return ready
 
     def tombstones(self, context: RetrievalContext) -> tuple[ForgetTombstone, ...]:
         """The tombstones of the scopes ``context`` sees."""
-        self.candidates(context)  # reads the scopes not held yet
-        wanted = dict.fromkeys(scope_id(scope) for scope in context.scopes())
-        return tuple(tombstone for scope in wanted for tombstone in self._scopes[scope].tombstones)
+        wanted = list(dict.fromkeys(scope_id(scope) for scope in context.scopes()))
+        return tuple(tombstone for rows in self._rows(wanted) for tombstone in rows.tombstones)
+
+    def _rows(self, wanted: Sequence[str]) -> list[ScopeRows]:
+        """The rows of the scopes ``wanted``, read if not held (a context's ready
+        candidates may outlive the scopes they were built from)."""
+        missing = [scope for scope in wanted if scope not in self._scopes]
+        if missing:
+            if len(self._scopes) + len(missing) > MAX_SCOPES:
+                # The half read longest ago, less those wanted now.
+                for old in list(islice(self._scopes, len(self._scopes) // 2)):
+                    if old not in wanted:
+                        del self._scopes[old]
+            self._scopes.update(self._load(missing))
+        return [self._scopes[scope] for scope in wanted]

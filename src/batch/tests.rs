@@ -2,21 +2,7 @@
 
 use super::*;
 use crate::resolve::{resolve, Record, ScopeRef, TombstoneIndex};
-
-fn record(id: &'static str, key: &'static str, scope: ScopeRef<'static>) -> Record<'static> {
-    Record {
-        id,
-        key,
-        scope,
-        status: Status::Active,
-        authority: Authority::ModelInferred,
-        version: 1,
-        valid_from: 0,
-        valid_until: None,
-        observed_at: None,
-        supersedes: None,
-    }
-}
+use crate::test_support::record;
 
 fn context(user: &'static str, conversation: &'static str) -> Context<'static> {
     Context {

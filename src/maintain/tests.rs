@@ -11,18 +11,7 @@ use crate::test_support::{self, Rng};
 const NOW: i64 = 100;
 
 fn record(id: &'static str, scope: ScopeRef<'static>) -> Record<'static> {
-    Record {
-        id,
-        key: "pet",
-        scope,
-        status: Status::Active,
-        authority: Authority::ModelInferred,
-        version: 1,
-        valid_from: 0,
-        valid_until: None,
-        observed_at: None,
-        supersedes: None,
-    }
+    test_support::record(id, "pet", scope)
 }
 
 fn correction(id: &'static str, scope: ScopeRef<'static>, target: &'static str) -> Record<'static> {

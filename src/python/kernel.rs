@@ -14,7 +14,7 @@ use crate::error::{ErrorKind, InputError};
 use std::sync::Mutex;
 
 use crate::resolve::order::rows_by_id;
-use crate::resolve::prepared::{PreparedScratch, PreparedSet};
+use crate::resolve::prepared::{PreparedScratch, PreparedSet, Refused};
 use crate::resolve::{
     resolve_in_id_order, CandidateSet, Context, Resolution, Tombstone, TombstoneIndex,
 };
@@ -124,6 +124,16 @@ pub(super) fn cores<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
 ) -> PyResult<(Vec<Bound<'py, RecordCore>>, Option<PyErr>)> {
+    cores_from(package, records, 0)
+}
+
+/// [`cores`] of records that follow `first_row` others (errors name rows
+/// counted from those).
+fn cores_from<'py>(
+    package: &Package,
+    records: &Bound<'py, PyTuple>,
+    first_row: usize,
+) -> PyResult<(Vec<Bound<'py, RecordCore>>, Option<PyErr>)> {
     let py = records.py();
     let memory_record = package.memory_record.bind(py);
     let mut cores = Vec::with_capacity(records.len());
@@ -136,7 +146,11 @@ pub(super) fn cores<'py>(
         };
         let core = match direct {
             Some(core) => core,
-            None => match package.native_core_of.bind(py).call1((&candidate, row)) {
+            None => match package
+                .native_core_of
+                .bind(py)
+                .call1((&candidate, first_row + row))
+            {
                 Ok(copy) => copy.cast_into::<RecordCore>().map_err(|_| {
                     InternalError::new_err("native_core_of returned something else")
                 })?,
@@ -237,6 +251,16 @@ fn repeated_id(
     let Some(core) = cores.get(row) else {
         return InternalError::new_err("a repeated id names no candidate");
     };
+    repeated_id_of(package, core, earlier, row)
+}
+
+/// The reference's error for `core`, at row `row`, repeating row `earlier`'s id.
+fn repeated_id_of(
+    package: &Package,
+    core: &Bound<'_, RecordCore>,
+    earlier: usize,
+    row: usize,
+) -> PyErr {
     let py = core.py();
     match package
         .duplicate_id_error
@@ -347,6 +371,26 @@ pub(crate) struct PreparedCandidates {
     scratch: Mutex<PreparedScratch>,
 }
 
+/// A prepared set's refusal, after the ids were checked: a set too large
+/// for its numbers, or a bug.
+fn refused(refusal: Refused) -> PyErr {
+    match refusal {
+        Refused::TooLarge => super::errors::invalid_input(&InputError {
+            kind: ErrorKind::OutOfRange,
+            field: "records".to_owned(),
+            row: None,
+            record_id: None,
+            message: "records: more candidates, or more text in their ids, keys and \
+                      supersedes, than one prepared set holds (4 GiB)"
+                .to_owned(),
+        }),
+        Refused::RepeatedId { .. } => {
+            InternalError::new_err("checked candidates repeat an id in the prepared set")
+        }
+        Refused::Broken(broken) => super::errors::internal(broken),
+    }
+}
+
 #[pymethods]
 impl PreparedCandidates {
     #[new]
@@ -359,9 +403,7 @@ impl PreparedCandidates {
             let tombstones = read_tombstones(package, tombstones)?;
             let borrowed: Vec<Tombstone<'_>> =
                 tombstones.iter().map(OwnedTombstone::borrow).collect();
-            let set = PreparedSet::new(&candidates, &borrowed).map_err(|_| {
-                InternalError::new_err("checked candidates repeat an id in the prepared set")
-            })?;
+            let set = PreparedSet::new(&candidates, &borrowed).map_err(refused)?;
             Ok(Self {
                 // Decided on the records' storage (a copy for a subclass or an
                 // altered record), answered with the records as given, as `resolve_rows` does.
@@ -376,6 +418,38 @@ impl PreparedCandidates {
     #[getter]
     fn records(&self, py: Python<'_>) -> Py<PyTuple> {
         self.records.clone_ref(py)
+    }
+
+    /// A copy with `records` added after the candidates, checked as the
+    /// constructor checks them (rows counted on from the candidates'): the
+    /// set grows in place of being prepared again, and this one is unchanged
+    /// for whoever still resolves with it.
+    fn extended(&self, records: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        guarded(|| {
+            let py = records.py();
+            let package = Package::get(py)?;
+            let first_row = self.set.len();
+            let (cores, not_a_record) = cores_from(package, records, first_row)?;
+            let mut set = self.set.clone();
+            for core in &cores {
+                match set.push(&core.get().native().record()) {
+                    Ok(()) => {}
+                    Err(Refused::RepeatedId { earlier, later }) => {
+                        return Err(repeated_id_of(package, core, earlier, later));
+                    }
+                    Err(other) => return Err(refused(other)),
+                }
+            }
+            if let Some(error) = not_a_record {
+                return Err(error);
+            }
+            let all: Vec<_> = self.records.bind(py).iter().chain(records.iter()).collect();
+            Ok(Self {
+                records: PyTuple::new(py, all)?.unbind(),
+                set,
+                scratch: Mutex::new(PreparedScratch::default()),
+            })
+        })
     }
 
     /// Resolves the candidates in `context`: see [`Rows`].

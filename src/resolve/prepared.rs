@@ -15,10 +15,17 @@
 //! slot's scope), so grouping by (scope, key) is grouping by (slot, key), and
 //! the tombstones on (the context's scope of the slot, key) are those on the
 //! record's own (scope, key): the answer is exactly [`super::resolve`]'s.
+//!
+//! A set grows by [`PreparedSet::push`] (a chat turn adds a few records):
+//! the new row is numbered and placed in both orders without redoing the
+//! others. Its texts live in one buffer and every table is a `Vec`, so a
+//! copy of a set costs a few `memcpy`s, and a store can hand out a grown copy
+//! while readers keep resolving the old one.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
-use super::candidates::{CandidateSet, Context, Facts, ScopeRef, Slot, Tombstone};
+use super::candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Slot, Tombstone};
 use super::hash::{map_with_capacity, Map};
 use super::order::compare_scope_ids;
 use super::view::Candidates;
@@ -30,7 +37,7 @@ use crate::model::{Reason, ScopeKind};
 const NO_ROW: u32 = u32::MAX;
 
 /// A scope with its ids owned (a prepared set outlives its input).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct OwnedScope {
     kind: ScopeKind,
     first: String,
@@ -58,19 +65,35 @@ impl OwnedScope {
     }
 }
 
-/// Two candidates share an id: rows `earlier` and `later` (the first such `later`).
+/// Why a set was not prepared or not grown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RepeatedId {
-    pub earlier: usize,
-    pub later: usize,
+pub enum Refused {
+    /// Two candidates share an id: rows `earlier` and `later` (the first
+    /// such `later`). [`super::resolve`] callers reject this before resolving.
+    RepeatedId { earlier: usize, later: usize },
+    /// More than `u32::MAX - 1` candidates, or 4 GiB of ids, keys and
+    /// `supersedes` together: more than a set numbers.
+    TooLarge,
+    /// An invariant of the set is broken (a bug).
+    Broken(Broken),
 }
 
 /// Candidates and tombstones prepared to resolve in any context (see the
 /// module documentation). Owns everything it needs: the input may go.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct PreparedSet {
-    /// The distinct scopes of the candidates.
+    /// Every row's id, key and `supersedes`, back to back.
+    texts: String,
+    ids: Vec<Range<u32>>,
+    keys: Vec<Range<u32>>,
+    /// Rows whose `supersedes` names no candidate yet, with the name.
+    dangling: Vec<(u32, Range<u32>)>,
+    /// The distinct scopes of the candidates, and each one's rank by scope id.
     scopes: Vec<OwnedScope>,
+    scope_ranks: Vec<u32>,
+    /// Every tombstone, with the latest bound per (scope, key): a group
+    /// formed later takes its bound from here.
+    tombstones: Vec<(OwnedScope, String, i64)>,
     scope_of_row: Vec<u32>,
     /// Each row's (scope, key) group.
     group_of_row: Vec<u32>,
@@ -96,130 +119,290 @@ pub struct PreparedScratch {
     pipeline: Scratch<u32, u32>,
 }
 
-fn row_number(row: usize) -> Result<u32, Broken> {
-    u32::try_from(row)
+fn facts_of(record: &Record<'_>) -> Facts {
+    Facts {
+        status: record.status,
+        authority: record.authority,
+        version: record.version,
+        valid_from: record.valid_from,
+        valid_until: record.valid_until,
+        observed_at: record.observed_at,
+    }
+}
+
+fn number(count: usize) -> Result<u32, Refused> {
+    u32::try_from(count)
         .ok()
-        .filter(|&row| row != NO_ROW)
-        .ok_or(Broken("more candidates than a prepared set numbers"))
+        .filter(|&n| n != NO_ROW)
+        .ok_or(Refused::TooLarge)
 }
 
 impl PreparedSet {
-    /// Prepares `candidates` with `tombstones` (those on a scope or key no
-    /// candidate has are dropped: they can block nothing).
+    /// Prepares `candidates` with `tombstones`.
     ///
     /// # Errors
-    /// [`RepeatedId`] when two candidates share an id, which [`super::resolve`]
-    /// callers must reject before resolving; `Ok` otherwise.
-    ///
-    /// # Panics
-    /// Never; more than `u32::MAX - 1` candidates are refused as a repeated
-    /// id would be, by an `Err` naming the first row past the limit.
+    /// [`Refused`]: a repeated id, or a set too large to number.
     pub fn new(
         candidates: &CandidateSet<'_>,
         tombstones: &[Tombstone<'_>],
-    ) -> Result<Self, RepeatedId> {
+    ) -> Result<Self, Refused> {
         let rows = candidates.len();
-        if rows >= NO_ROW as usize {
-            return Err(RepeatedId {
-                earlier: 0,
-                later: NO_ROW as usize,
-            });
-        }
+        number(rows)?;
         let mut row_of_id: Map<&str, u32> = map_with_capacity(rows);
         for (row, &id) in candidates.ids().iter().enumerate() {
-            let number = u32::try_from(row).unwrap_or(NO_ROW);
             if let Some(&earlier) = row_of_id.get(id) {
-                return Err(RepeatedId {
+                return Err(Refused::RepeatedId {
                     earlier: earlier as usize,
                     later: row,
                 });
             }
-            row_of_id.insert(id, number);
+            row_of_id.insert(id, number(row)?);
         }
-
-        let mut scope_numbers: Map<ScopeRef<'_>, u32> = map_with_capacity(8);
-        let mut scopes = Vec::new();
-        let mut group_numbers: Map<(u32, &str), u32> = map_with_capacity(rows);
-        let mut scope_of_row = Vec::with_capacity(rows);
-        let mut group_of_row = Vec::with_capacity(rows);
-        for (scope, &key) in candidates.scopes().iter().zip(candidates.keys()) {
-            let next = u32::try_from(scopes.len()).unwrap_or(NO_ROW);
-            let number = *scope_numbers.entry(*scope).or_insert_with(|| {
-                scopes.push(OwnedScope::new(scope));
-                next
-            });
-            let next = u32::try_from(group_numbers.len()).unwrap_or(NO_ROW);
-            scope_of_row.push(number);
-            group_of_row.push(*group_numbers.entry((number, key)).or_insert(next));
-        }
-        let mut group_bounds = vec![None; group_numbers.len()];
+        let mut bounds: Map<(ScopeRef<'_>, &str), i64> = map_with_capacity(tombstones.len());
         for tombstone in tombstones {
-            let group = scope_numbers
-                .get(&tombstone.scope)
-                .and_then(|&scope| group_numbers.get(&(scope, tombstone.key)));
-            if let Some(bound) = group.and_then(|&group| group_bounds.get_mut(group as usize)) {
-                let latest = bound.map_or(tombstone.blocks_sources_before, |b: i64| {
-                    b.max(tombstone.blocks_sources_before)
-                });
-                *bound = Some(latest);
-            }
+            let bound = bounds
+                .entry((tombstone.scope, tombstone.key))
+                .or_insert(tombstone.blocks_sources_before);
+            *bound = (*bound).max(tombstone.blocks_sources_before);
         }
+        let mut set = Self {
+            tombstones: bounds
+                .iter()
+                .map(|((scope, key), &bound)| (OwnedScope::new(scope), (*key).to_owned(), bound))
+                .collect(),
+            ..Self::default()
+        };
+        let mut scope_numbers: Map<ScopeRef<'_>, u32> = map_with_capacity(8);
+        let mut group_numbers: Map<(u32, &str), u32> = map_with_capacity(rows);
+        for (_, record) in candidates.iter() {
+            let scope = if let Some(&scope) = scope_numbers.get(&record.scope) {
+                scope
+            } else {
+                let scope = set.add_scope(&record.scope)?;
+                scope_numbers.insert(record.scope, scope);
+                scope
+            };
+            let group = if let Some(&group) = group_numbers.get(&(scope, record.key)) {
+                group
+            } else {
+                let group = number(set.group_bounds.len())?;
+                set.group_bounds
+                    .push(bounds.get(&(record.scope, record.key)).copied());
+                group_numbers.insert((scope, record.key), group);
+                group
+            };
+            let target = record
+                .supersedes
+                .and_then(|id| row_of_id.get(id).copied())
+                .unwrap_or(NO_ROW);
+            set.append_row(&record, scope, group, target)?;
+        }
+        set.rank_scopes();
+        set.sort_orders();
+        Ok(set)
+    }
 
-        let ids = candidates.ids();
-        let mut by_id: Vec<u32> = (0..rows).filter_map(|row| row_number(row).ok()).collect();
-        by_id.sort_unstable_by(|&a, &b| text_at(ids, a).cmp(text_at(ids, b)));
-        let mut id_ranks = vec![0; rows];
-        for (rank, &row) in by_id.iter().enumerate() {
-            if let Some(entry) = id_ranks.get_mut(row as usize) {
-                *entry = u32::try_from(rank).unwrap_or(NO_ROW);
-            }
-        }
-        // Scopes ranked once by id, so rows compare by (rank, key).
-        let mut scope_order: Vec<usize> = (0..scopes.len()).collect();
-        scope_order.sort_unstable_by(|&a, &b| match (scopes.get(a), scopes.get(b)) {
+    /// The number of a new distinct scope (ranks are redone by the caller).
+    fn add_scope(&mut self, scope: &ScopeRef<'_>) -> Result<u32, Refused> {
+        let number = number(self.scopes.len())?;
+        self.scopes.push(OwnedScope::new(scope));
+        Ok(number)
+    }
+
+    /// Ranks the distinct scopes by scope id.
+    fn rank_scopes(&mut self) {
+        let mut order: Vec<usize> = (0..self.scopes.len()).collect();
+        let scopes = &self.scopes;
+        order.sort_unstable_by(|&a, &b| match (scopes.get(a), scopes.get(b)) {
             (Some(a), Some(b)) => compare_scope_ids(&a.borrow(), &b.borrow()),
             _ => Ordering::Equal,
         });
-        let mut scope_ranks = vec![0_usize; scopes.len()];
-        for (rank, &number) in scope_order.iter().enumerate() {
-            if let Some(entry) = scope_ranks.get_mut(number) {
-                *entry = rank;
+        self.scope_ranks = vec![0; self.scopes.len()];
+        for (rank, &scope) in order.iter().enumerate() {
+            if let Some(entry) = self.scope_ranks.get_mut(scope) {
+                *entry = u32::try_from(rank).unwrap_or(NO_ROW);
             }
         }
-        let keys = candidates.keys();
-        let scope_rank = |row: u32| {
-            scope_of_row
-                .get(row as usize)
-                .and_then(|&number| scope_ranks.get(number as usize))
-                .copied()
-        };
+    }
+
+    /// Adds `record`'s row (its texts, numbers and facts), not yet placed in
+    /// the two orders.
+    fn append_row(
+        &mut self,
+        record: &Record<'_>,
+        scope: u32,
+        group: u32,
+        target: u32,
+    ) -> Result<(), Refused> {
+        let row = number(self.facts.len())?;
+        let id = self.store_text(record.id)?;
+        let key = self.store_text(record.key)?;
+        if target == NO_ROW {
+            if let Some(named) = record.supersedes {
+                let named = self.store_text(named)?;
+                self.dangling.push((row, named));
+            }
+        }
+        self.ids.push(id);
+        self.keys.push(key);
+        self.scope_of_row.push(scope);
+        self.group_of_row.push(group);
+        self.facts.push(facts_of(record));
+        self.targets.push(target);
+        self.id_ranks.push(0);
+        Ok(())
+    }
+
+    fn store_text(&mut self, text: &str) -> Result<Range<u32>, Refused> {
+        let start = number(self.texts.len())?;
+        self.texts.push_str(text);
+        Ok(start..number(self.texts.len())?)
+    }
+
+    fn text(&self, span: &Range<u32>) -> &str {
+        self.texts
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("")
+    }
+
+    fn id_of(&self, row: u32) -> &str {
+        self.ids
+            .get(row as usize)
+            .map_or("", |span| self.text(span))
+    }
+
+    fn key_of(&self, row: u32) -> &str {
+        self.keys
+            .get(row as usize)
+            .map_or("", |span| self.text(span))
+    }
+
+    /// Row `row`'s place in the winners' order: its scope's rank, then its key.
+    fn compare_scope_and_key(&self, row: u32, scope_rank: u32, key: &str) -> Ordering {
+        let rank = self
+            .scope_of_row
+            .get(row as usize)
+            .and_then(|&scope| self.scope_ranks.get(scope as usize))
+            .copied()
+            .unwrap_or(NO_ROW);
+        rank.cmp(&scope_rank)
+            .then_with(|| self.key_of(row).as_bytes().cmp(key.as_bytes()))
+    }
+
+    /// Both orders, from scratch.
+    fn sort_orders(&mut self) {
+        let rows = u32::try_from(self.facts.len()).unwrap_or(NO_ROW);
+        let mut by_id: Vec<u32> = (0..rows).collect();
+        by_id.sort_unstable_by(|&a, &b| self.id_of(a).as_bytes().cmp(self.id_of(b).as_bytes()));
         let mut by_scope_and_key = by_id.clone();
         by_scope_and_key.sort_unstable_by(|&a, &b| {
-            scope_rank(a)
-                .cmp(&scope_rank(b))
-                .then_with(|| text_at(keys, a).cmp(text_at(keys, b)))
+            let rank = self
+                .scope_of_row
+                .get(b as usize)
+                .and_then(|&scope| self.scope_ranks.get(scope as usize))
+                .copied()
+                .unwrap_or(NO_ROW);
+            self.compare_scope_and_key(a, rank, self.key_of(b))
         });
+        self.by_id = by_id;
+        self.by_scope_and_key = by_scope_and_key;
+        self.renumber_id_ranks(0);
+    }
 
-        let targets = (0..rows)
-            .map(|row| {
-                candidates
-                    .supersedes(row)
-                    .and_then(|id| row_of_id.get(id).copied())
-                    .unwrap_or(NO_ROW)
-            })
-            .collect();
-        let facts = (0..rows).filter_map(|row| candidates.facts(row)).collect();
-        Ok(Self {
-            scopes,
-            scope_of_row,
-            group_of_row,
-            group_bounds,
-            facts,
-            targets,
-            id_ranks,
-            by_id,
-            by_scope_and_key,
-        })
+    /// `id_ranks` from position `from` of `by_id` on.
+    fn renumber_id_ranks(&mut self, from: usize) {
+        for (rank, &row) in self.by_id.iter().enumerate().skip(from) {
+            if let Some(entry) = self.id_ranks.get_mut(row as usize) {
+                *entry = u32::try_from(rank).unwrap_or(NO_ROW);
+            }
+        }
+    }
+
+    /// Adds one candidate, as if it had been the last of those the set was
+    /// prepared with: linear in the set's size, with no sort and no hashing.
+    ///
+    /// # Errors
+    /// [`Refused::RepeatedId`] when a candidate has its id (`later` is the
+    /// row it would have had), [`Refused::TooLarge`]; the set is unchanged.
+    pub fn push(&mut self, record: &Record<'_>) -> Result<(), Refused> {
+        let row = number(self.facts.len())?;
+        // Checked before anything changes: the texts that the row adds fit.
+        let added = record.id.len() + record.key.len() + record.supersedes.map_or(0, str::len);
+        number(self.texts.len().saturating_add(added))?;
+        let id_place = self
+            .by_id
+            .binary_search_by(|&other| self.id_of(other).as_bytes().cmp(record.id.as_bytes()));
+        let id_place = match id_place {
+            Ok(found) => {
+                let earlier = self.by_id.get(found).copied().unwrap_or(0);
+                return Err(Refused::RepeatedId {
+                    earlier: earlier as usize,
+                    later: row as usize,
+                });
+            }
+            Err(place) => place,
+        };
+        let known = self.scopes.iter().position(|s| s.borrow() == record.scope);
+        let scope = if let Some(scope) = known {
+            number(scope)?
+        } else {
+            let scope = self.add_scope(&record.scope)?;
+            self.rank_scopes();
+            scope
+        };
+        let scope_rank = self
+            .scope_ranks
+            .get(scope as usize)
+            .copied()
+            .unwrap_or(NO_ROW);
+        let group_place = self
+            .by_scope_and_key
+            .binary_search_by(|&other| self.compare_scope_and_key(other, scope_rank, record.key));
+        let (group, group_place) = match group_place {
+            Ok(found) => {
+                let same = self.by_scope_and_key.get(found).copied().unwrap_or(0);
+                let group = self.group_of_row.get(same as usize).copied();
+                let missing = Refused::Broken(Broken("an ordered row has no group"));
+                (group.ok_or(missing)?, found)
+            }
+            Err(place) => {
+                let group = number(self.group_bounds.len())?;
+                let bound = self
+                    .tombstones
+                    .iter()
+                    .find(|(scope, key, _)| scope.borrow() == record.scope && key == record.key)
+                    .map(|(_, _, bound)| *bound);
+                self.group_bounds.push(bound);
+                (group, place)
+            }
+        };
+        let target = match record.supersedes {
+            Some(named) if named == record.id => row,
+            Some(named) => self
+                .by_id
+                .binary_search_by(|&other| self.id_of(other).as_bytes().cmp(named.as_bytes()))
+                .ok()
+                .and_then(|found| self.by_id.get(found).copied())
+                .unwrap_or(NO_ROW),
+            None => NO_ROW,
+        };
+        self.append_row(record, scope, group, target)?;
+        // Rows that named this id before it was a candidate now name it.
+        let mut still_dangling = Vec::with_capacity(self.dangling.len());
+        for (other, named) in std::mem::take(&mut self.dangling) {
+            if other != row && self.text(&named) == record.id {
+                if let Some(slot) = self.targets.get_mut(other as usize) {
+                    *slot = row;
+                }
+            } else {
+                still_dangling.push((other, named));
+            }
+        }
+        self.dangling = still_dangling;
+        self.by_id.insert(id_place, row);
+        self.renumber_id_ranks(id_place);
+        self.by_scope_and_key.insert(group_place, row);
+        Ok(())
     }
 
     #[must_use]
@@ -277,10 +460,6 @@ impl PreparedSet {
         }
         Ok(Resolution { active, excluded })
     }
-}
-
-fn text_at<'t>(column: &[&'t str], row: u32) -> &'t [u8] {
-    column.get(row as usize).map_or(&[], |text| text.as_bytes())
 }
 
 /// A prepared set seen from one context: `visible` holds, for each of the

@@ -4,7 +4,7 @@
 use super::*;
 use crate::model::{Authority, Reason, Status};
 use crate::resolve::{resolve, Record, TombstoneIndex};
-use crate::test_support::{self, Rng};
+use crate::test_support::{self, record, Rng};
 
 const NOW: i64 = 1_000;
 
@@ -95,6 +95,13 @@ fn random_tombstones(rng: &mut Rng) -> Vec<Tombstone<'static>> {
         .collect()
 }
 
+fn prepared(records: &[Record<'static>], tombstones: &[Tombstone<'static>]) -> PreparedSet {
+    match PreparedSet::new(&set_of(records), tombstones) {
+        Ok(prepared) => prepared,
+        Err(refused) => panic!("ids are unique, yet {refused:?}"),
+    }
+}
+
 fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
     let mut set = CandidateSet::with_capacity(records.len());
     for record in records {
@@ -113,17 +120,34 @@ fn prepared_resolution_equals_resolve_in_every_context() {
         let records = random_records(&mut rng);
         let tombstones = random_tombstones(&mut rng);
         let set = set_of(&records);
-        let prepared = match PreparedSet::new(&set, &tombstones) {
-            Ok(prepared) => prepared,
-            Err(repeat) => panic!("ids are unique, yet {repeat:?}"),
+        // Prepared at once, grown one record at a time from empty, and both.
+        let split = rng.below(records.len() + 1);
+        let grown = |start: &[Record<'static>]| {
+            let mut prepared = prepared(start, &tombstones);
+            for record in records.iter().skip(start.len()) {
+                if let Err(refused) = prepared.push(record) {
+                    panic!("ids are unique, yet {refused:?}");
+                }
+            }
+            prepared
         };
+        let ways = [
+            prepared(&records, &tombstones),
+            grown(&[]),
+            grown(records.get(..split).unwrap_or(&[])),
+        ];
         let index = TombstoneIndex::new(&tombstones);
         for context in &contexts {
             let expected = resolve(&set, context, &index).map_err(|b| b.to_string());
-            let got = prepared
-                .resolve(context, &mut scratch)
-                .map_err(|b| b.to_string());
-            assert_eq!(got, expected, "{records:?} {tombstones:?} {context:?}");
+            for (way, prepared) in ways.iter().enumerate() {
+                let got = prepared
+                    .resolve(context, &mut scratch)
+                    .map_err(|b| b.to_string());
+                assert_eq!(
+                    got, expected,
+                    "way {way}: {records:?} {tombstones:?} {context:?}"
+                );
+            }
             if let Ok(resolution) = expected {
                 for (_, reason) in resolution.excluded {
                     seen[reason as usize] += 1;
@@ -140,18 +164,7 @@ fn a_repeated_id_is_refused_with_its_rows() {
     let base = random_records(&mut Rng(7))
         .first()
         .copied()
-        .unwrap_or(Record {
-            id: "x",
-            key: "k",
-            scope: ScopeRef::user("u"),
-            status: Status::Active,
-            authority: Authority::ModelInferred,
-            version: 1,
-            valid_from: NOW,
-            valid_until: None,
-            observed_at: None,
-            supersedes: None,
-        });
+        .unwrap_or_else(|| record("x", "k", ScopeRef::user("u")));
     let records = [
         Record { id: "a", ..base },
         Record { id: "b", ..base },
@@ -160,11 +173,41 @@ fn a_repeated_id_is_refused_with_its_rows() {
     let refused = PreparedSet::new(&set_of(&records), &[]).map(|_| ());
     assert_eq!(
         refused,
-        Err(RepeatedId {
+        Err(Refused::RepeatedId {
             earlier: 0,
             later: 2
         })
     );
+    // Growing refuses it too, and leaves the set as it was.
+    let mut grown = prepared(&records[..2], &[]);
+    let before = format!("{grown:?}");
+    assert_eq!(
+        grown.push(&records[2]),
+        Err(Refused::RepeatedId {
+            earlier: 0,
+            later: 2
+        })
+    );
+    assert_eq!(format!("{grown:?}"), before);
+}
+
+#[test]
+fn a_copy_grows_apart_from_its_original() {
+    let records = random_records(&mut Rng(11));
+    let original = prepared(&records, &[]);
+    let before = format!("{original:?}");
+    let mut copy = original.clone();
+    let extra = Record {
+        id: "new",
+        supersedes: records.first().map(|r| r.id),
+        ..records
+            .first()
+            .copied()
+            .unwrap_or_else(|| record("x", "k", ScopeRef::user("u")))
+    };
+    assert_eq!(copy.push(&extra), Ok(()));
+    assert_eq!(copy.len(), original.len() + 1);
+    assert_eq!(format!("{original:?}"), before);
 }
 
 #[test]
@@ -175,4 +218,80 @@ fn an_empty_set_resolves_to_nothing() {
             .map_err(|b| b.to_string())
     });
     assert_eq!(resolution, Ok(Resolution::default()));
+}
+
+#[test]
+fn full_ties_go_to_the_smallest_id_however_the_set_grew() {
+    let tied = |id: &'static str| Record {
+        authority: Authority::UserConfirmed,
+        valid_from: NOW - 5,
+        ..record(id, "name", ScopeRef::user("u"))
+    };
+    let context = contexts()[1];
+    let mut scratch = PreparedScratch::default();
+    // A smaller id in another group comes first, so no tied row has rank 0.
+    let elsewhere = Record {
+        id: "0",
+        key: "other",
+        ..tied("0")
+    };
+    for order in [
+        ["b", "d", "a", "c"],
+        ["d", "c", "b", "a"],
+        ["a", "c", "d", "b"],
+    ] {
+        // The first tied record prepared with the set, the others pushed.
+        let mut set = prepared(&[elsewhere, tied(order[0])], &[]);
+        for (pushed, id) in order.iter().enumerate() {
+            if pushed > 0 {
+                assert_eq!(set.push(&tied(id)), Ok(()));
+            }
+            let resolution = set.resolve(&context, &mut scratch);
+            let smallest = order.iter().take(pushed + 1).min().copied();
+            // Winners by key: "name" before "other"; rows count `elsewhere` first.
+            let winner = resolution
+                .ok()
+                .and_then(|r| r.active.first().copied())
+                .and_then(|row| order.get(row.checked_sub(1)?).copied());
+            assert_eq!(winner, smallest, "{order:?} after {pushed}");
+        }
+    }
+}
+
+#[test]
+fn the_latest_of_several_tombstones_on_a_group_blocks() {
+    let blocked = Record {
+        authority: Authority::UserConfirmed,
+        valid_from: NOW - 20,
+        ..record("a", "name", ScopeRef::conversation("k").owned_by("u"))
+    };
+    let on_it = |bound| Tombstone {
+        key: "name",
+        scope: blocked.scope,
+        blocks_sources_before: bound,
+    };
+    // The later bound (NOW - 10) is at or after the evidence (NOW - 20), given
+    // before or after the earlier one; the unowned scope's tombstone is another scope's.
+    let unowned = Tombstone {
+        scope: ScopeRef::conversation("k"),
+        ..on_it(NOW)
+    };
+    let context = contexts()[1];
+    for tombstones in [
+        [on_it(NOW - 30), on_it(NOW - 10), unowned],
+        [on_it(NOW - 10), on_it(NOW - 30), unowned],
+    ] {
+        let mut grown = prepared(&[], &tombstones);
+        assert_eq!(grown.push(&blocked), Ok(()));
+        for set in [prepared(&[blocked], &tombstones), grown] {
+            let resolution = set.resolve(&context, &mut PreparedScratch::default());
+            assert_eq!(
+                resolution.map(|r| r.excluded),
+                Ok(vec![(0, Reason::Forgotten)])
+            );
+        }
+        let only_earlier = prepared(&[blocked], &[on_it(NOW - 30), unowned]);
+        let resolution = only_earlier.resolve(&context, &mut PreparedScratch::default());
+        assert_eq!(resolution.map(|r| r.active), Ok(vec![0]));
+    }
 }
