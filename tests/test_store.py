@@ -784,3 +784,38 @@ def test_ready_candidates_outlive_the_scopes_they_were_read_from(
             assert resolution == _store_view(store, context)
             explained = store.explain(f"r0-{n}", context)  # reads the scope's tombstones
             assert explained.outcome == resolution.reason_for(f"r0-{n}")
+
+
+def test_a_write_that_waited_for_another_process_sees_what_that_one_committed(
+    tmp_path: Path,
+) -> None:
+    """Store A adds while another connection holds the write lock and then commits a
+    tombstone. A's add waits for the lock; its next resolve must include that tombstone
+    (A must not take the other commit's version as its own)."""
+    from memresolve import _store_schema as schema  # noqa: PLC0415 - the row format
+
+    path = tmp_path / "m.db"
+    a = mr.MemoryStore(path)
+    a.add([_record("m1", key="home", valid_from=_t(1))])
+    assert [r.id for r in a.resolve(CONTEXT).active] == ["m1"]  # A serves CONTEXT from memory
+    other = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+    other.execute("BEGIN IMMEDIATE")
+    row = schema.tombstone_row(
+        mr.ForgetTombstone(key="home", scope=mr.UserScope("u1"), forgotten_at=_t(20))
+    )
+    columns = schema.TOMBSTONE_COLUMNS
+    other.execute(
+        f"INSERT INTO tombstones ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
+        [row[c] for c in columns],
+    )
+    adding = threading.Thread(target=a.add, args=([_record("m2", key="pet")],))
+    adding.start()
+    time.sleep(0.3)  # A's add is waiting for the write lock
+    other.execute("COMMIT")
+    other.close()
+    adding.join(timeout=30)
+    assert not adding.is_alive()
+    result = a.resolve(CONTEXT)
+    assert result.reason_for("m1") is mr.Reason.FORGOTTEN
+    assert [r.id for r in result.active] == ["m2"]
+    a.close()

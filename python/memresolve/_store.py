@@ -202,19 +202,24 @@ class MemoryStore:
         """One write: committed whole, or rolled back whole (the cache too). A write
         that ``erases`` text then empties the write-ahead log."""
         with self._lock:
-            self._follow_other_writers()
             connection = self._connection
             connection.execute("BEGIN IMMEDIATE")
             try:
+                # Under the write lock: another writer may have committed while this
+                # one waited for it, so the cache is checked here, not before.
+                self._follow_other_writers()
                 yield connection
+                # Read before this commit, which does not change this connection's
+                # version; a commit by another writer after it will.
+                version = self._read_data_version()
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
                 self._cache.clear()
                 raise
+            self._data_version = version
             if erases:
                 self._truncate_log()
-            self._data_version = self._read_data_version()
 
     def _truncate_log(self) -> None:
         """After a commit: moves committed pages into the file and empties the

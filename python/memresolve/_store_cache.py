@@ -7,9 +7,9 @@ computes no scope ids, and resolves candidates the backend has already read and 
 (``Kernel.prepare``: for the native backend, a ``PreparedSet`` in Rust). New records are
 added to the ready candidates of the contexts that see their scope (``Prepared.extended``:
 the native set grows by the new rows, it is not prepared again), unless there are so many
-that preparing again costs less. Any other change to a scope (a forget, an erasure, a
-status rewritten) drops the ready candidates of the contexts that see it, rebuilt from the
-scopes on their next turn; the scopes themselves are dropped only when their rows change.
+that preparing again costs less. A forget drops the scope and the ready candidates of the
+contexts that see it, rebuilt on their next turn; the store clears everything for changes
+across many scopes (an erasure, ``normalize``, another process's commit).
 """
 
 from __future__ import annotations
