@@ -2,7 +2,7 @@
 //! small generated stores. Compiled only for tests.
 
 use crate::model::{Authority, Status};
-use crate::resolve::{Context, Record, ScopeRef};
+use crate::resolve::{CandidateSet, Context, Record, ScopeRef};
 
 /// A deterministic generator (xorshift), so the tests need no dependency.
 pub(crate) struct Rng(pub(crate) u64);
@@ -70,4 +70,13 @@ pub(crate) fn record(
         observed_at: None,
         supersedes: None,
     }
+}
+
+/// The records as a candidate set, row for row.
+pub(crate) fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
+    let mut set = CandidateSet::with_capacity(records.len());
+    for record in records {
+        set.push(*record);
+    }
+    set
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::resolve::{resolve, Record, ScopeRef, TombstoneIndex};
-use crate::test_support::record;
+use crate::test_support::{record, set_of};
 
 fn context(user: &'static str, conversation: &'static str) -> Context<'static> {
     Context {
@@ -26,14 +26,6 @@ fn store_of(set: &CandidateSet<'static>) -> Store<'static> {
         Ok(store) => store,
         Err(refused) => panic!("unexpected {refused:?}"),
     }
-}
-
-fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
-    let mut set = CandidateSet::with_capacity(records.len());
-    for r in records {
-        set.push(*r);
-    }
-    set
 }
 
 /// Each context's (active ids, excluded (id, reason)).

@@ -5,8 +5,8 @@
 use super::*;
 use crate::batch::Store;
 use crate::model::{Authority, Status};
-use crate::resolve::{decide, CandidateSet, Context, Record, ScopeRef, Tombstone, TombstoneIndex};
-use crate::test_support::{self, Rng};
+use crate::resolve::{decide, Context, Record, ScopeRef, Tombstone, TombstoneIndex};
+use crate::test_support::{self, set_of, Rng};
 
 const NOW: i64 = 100;
 
@@ -27,14 +27,6 @@ fn ok<T, E: std::fmt::Debug>(result: Result<T, E>) -> T {
         Ok(value) => value,
         Err(error) => panic!("{error:?}"),
     }
-}
-
-fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
-    let mut set = CandidateSet::with_capacity(records.len());
-    for r in records {
-        set.push(*r);
-    }
-    set
 }
 
 /// The changes, as (id, new status), by id.

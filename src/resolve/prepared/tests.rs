@@ -4,7 +4,7 @@
 use super::*;
 use crate::model::{Authority, Reason, Status};
 use crate::resolve::{resolve, Record, TombstoneIndex};
-use crate::test_support::{self, record, Rng};
+use crate::test_support::{self, record, set_of, Rng};
 
 const NOW: i64 = 1_000;
 
@@ -100,14 +100,6 @@ fn prepared(records: &[Record<'static>], tombstones: &[Tombstone<'static>]) -> P
         Ok(prepared) => prepared,
         Err(refused) => panic!("ids are unique, yet {refused:?}"),
     }
-}
-
-fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
-    let mut set = CandidateSet::with_capacity(records.len());
-    for record in records {
-        set.push(*record);
-    }
-    set
 }
 
 #[test]
