@@ -277,15 +277,19 @@ impl PreparedSet {
             .map_or("", |span| self.text(span))
     }
 
-    /// Row `row`'s place in the winners' order: its scope's rank, then its key.
-    fn compare_scope_and_key(&self, row: u32, scope_rank: u32, key: &str) -> Ordering {
-        let rank = self
-            .scope_of_row
+    /// The rank by scope id of row `row`'s scope.
+    fn scope_rank_of(&self, row: u32) -> u32 {
+        self.scope_of_row
             .get(row as usize)
             .and_then(|&scope| self.scope_ranks.get(scope as usize))
             .copied()
-            .unwrap_or(NO_ROW);
-        rank.cmp(&scope_rank)
+            .unwrap_or(NO_ROW)
+    }
+
+    /// Row `row`'s place in the winners' order: its scope's rank, then its key.
+    fn compare_scope_and_key(&self, row: u32, scope_rank: u32, key: &str) -> Ordering {
+        self.scope_rank_of(row)
+            .cmp(&scope_rank)
             .then_with(|| self.key_of(row).as_bytes().cmp(key.as_bytes()))
     }
 
@@ -296,13 +300,7 @@ impl PreparedSet {
         by_id.sort_unstable_by(|&a, &b| self.id_of(a).as_bytes().cmp(self.id_of(b).as_bytes()));
         let mut by_scope_and_key = by_id.clone();
         by_scope_and_key.sort_unstable_by(|&a, &b| {
-            let rank = self
-                .scope_of_row
-                .get(b as usize)
-                .and_then(|&scope| self.scope_ranks.get(scope as usize))
-                .copied()
-                .unwrap_or(NO_ROW);
-            self.compare_scope_and_key(a, rank, self.key_of(b))
+            self.compare_scope_and_key(a, self.scope_rank_of(b), self.key_of(b))
         });
         self.by_id = by_id;
         self.by_scope_and_key = by_scope_and_key;
