@@ -2,6 +2,7 @@
 //! each record, the context and the tombstones, runs the Rust pipeline (with
 //! the interpreter released for large inputs) and returns row indices.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
@@ -31,7 +32,9 @@ fn instant(package: &Package, value: &Bound<'_, PyAny>) -> PyResult<i64> {
     }
 }
 
-fn text(object: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
+/// The exact `str` attribute `name` of `object`, owned. Names are interned
+/// (`intern!`): a name built per call costs more than the read it names.
+fn text(object: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> PyResult<String> {
     Ok(object
         .getattr(name)?
         .cast::<PyString>()?
@@ -50,12 +53,13 @@ struct OwnedContext {
 
 impl OwnedContext {
     fn read(package: &Package, context: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let scene = context.getattr("scene_id")?;
+        let py = context.py();
+        let scene = context.getattr(intern!(py, "scene_id"))?;
         Ok(Self {
-            now: instant(package, &context.getattr("now")?)?,
-            user_id: text(context, "user_id")?,
-            character_id: text(context, "character_id")?,
-            conversation_id: text(context, "conversation_id")?,
+            now: instant(package, &context.getattr(intern!(py, "now"))?)?,
+            user_id: text(context, intern!(py, "user_id"))?,
+            character_id: text(context, intern!(py, "character_id"))?,
+            conversation_id: text(context, intern!(py, "conversation_id"))?,
             scene_id: if scene.is_none() {
                 None
             } else {
@@ -83,7 +87,9 @@ pub(super) struct OwnedTombstone {
 
 impl OwnedTombstone {
     fn read(package: &Package, tombstone: &Bound<'_, PyAny>, row: usize) -> PyResult<Self> {
-        let scope = if let Some(scope) = scope_fields(package, &tombstone.getattr("scope")?)? {
+        let py = tombstone.py();
+        let scope = tombstone.getattr(intern!(py, "scope"))?;
+        let scope = if let Some(scope) = scope_fields(package, &scope)? {
             scope
         } else {
             // Altered since it was built: the rule raises the reference's
@@ -99,9 +105,12 @@ impl OwnedTombstone {
             })?
         };
         Ok(Self {
-            key: text(tombstone, "key")?,
+            key: text(tombstone, intern!(py, "key"))?,
             scope,
-            blocks_sources_before: instant(package, &tombstone.getattr("blocks_sources_before")?)?,
+            blocks_sources_before: instant(
+                package,
+                &tombstone.getattr(intern!(py, "blocks_sources_before"))?,
+            )?,
         })
     }
 
