@@ -134,3 +134,31 @@ def test_turn_with_a_write(
     result = benchmark.pedantic(turn, rounds=100, iterations=1, warmup_rounds=1)  # type: ignore[no-untyped-call]
     # 100 rounds and a warm-up when timed; one call when benchmarks are disabled.
     assert len(result.active) + len(result.excluded) == size + len(added)
+
+
+@pytest.mark.parametrize("size", [200, 2_000])
+@pytest.mark.parametrize("way", ["store", "store-file"])
+def test_turn_with_a_forget(
+    benchmark: BenchmarkFixture, tmp_path: Path, way: str, size: int
+) -> None:
+    """A turn where the user asks to forget something: one ``forget`` in the context's
+    scopes (a key not forgotten before), then the context resolved."""
+    benchmark.group = f"forget-turn-{size}"
+    arguments, tombstones = record_arguments(size, seed=size, scopes=IN_SCOPE)
+    store = _store(build(arguments), tombstones, tmp_path / "m.db" if way == "store-file" else None)
+    store.resolve(CONTEXT)
+    keys = max(1, size // 3)
+    turns = iter(range(keys * len(IN_SCOPE)))
+    forgotten: list[int] = []
+
+    def turn() -> mr.Resolution:
+        n = next(turns)
+        store.forget(
+            f"slot.{n % keys}", IN_SCOPE[n // keys], forgotten_at=CONTEXT.now - timedelta(days=1)
+        )
+        forgotten.append(n)
+        return store.resolve(CONTEXT)
+
+    result = benchmark.pedantic(turn, rounds=100, iterations=1, warmup_rounds=1)  # type: ignore[no-untyped-call]
+    assert len(store.tombstones()) == len(tombstones) + len(forgotten)
+    assert len(result.active) + len(result.excluded) == size

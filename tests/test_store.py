@@ -640,12 +640,60 @@ def test_prepared_candidates_resolve_as_a_call_does(
     grown = kernel.prepare(records[:split], tombstones).extended(records[split : 2 * split])
     grown = grown.extended(records[2 * split :])
     assert tuple(map(id, grown.records)) == tuple(map(id, records))
+    # Told half the tombstones later, with every other record's text erased: as a
+    # store's forget leaves them.
+    told = len(tombstones) // 2
+    stand_ins = {record.id: _text_erased(record) for record in records[::2]}
+    forgotten = kernel.prepare(records, tombstones[:told]).forgotten(
+        tombstones[told:], tuple(stand_ins.values())
+    )
+    assert tuple(map(id, forgotten.records)) == tuple(
+        id(stand_ins.get(record.id, record)) for record in records
+    )
     for context in (scenario.context, other):
         expected = resolve_with(kernel.resolve_rows, records, context, tombstones)
         for got in (resolve_prepared(prepared, context), resolve_prepared(grown, context)):
             assert tuple(map(id, got.active)) == tuple(map(id, expected.active))
             assert got.excluded == expected.excluded
             assert got.trace == expected.trace
+        got = resolve_prepared(forgotten, context)
+        assert tuple(map(id, got.active)) == tuple(
+            id(stand_ins.get(record.id, record)) for record in expected.active
+        )
+        assert got.excluded == expected.excluded
+        assert got.trace == expected.trace
+
+
+def _text_erased(record: mr.MemoryRecord) -> mr.MemoryRecord:
+    fields = record.to_dict()
+    fields.update(value="(erased)", source_message_ids=[])
+    return type(record).from_dict(fields)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"version": 9},
+        {"key": "other.key"},
+        {"user_id": "u9"},
+        {"supersedes": "m2"},
+        {"status": "expired"},
+        {"valid_until": _t(29)},
+        {"observed_at": _t(2)},
+        {"id": "m9"},
+    ],
+)
+def test_a_stand_in_must_read_as_its_candidate_does(backend: str, change: dict[str, Any]) -> None:
+    """``forgotten`` takes a record in a candidate's place only if resolution reads it
+    alike (only its text may differ), and leaves the prepared candidates unchanged."""
+    kernel = get_backend(backend)
+    held = (_record("m1", supersedes="m0"), _record("m2", key="city"))
+    prepared = kernel.prepare(held, ())
+    fields = {**_text_erased(held[0]).to_dict(), **change}
+    with pytest.raises(mr.InternalError):
+        prepared.forgotten((), (type(held[0]).from_dict(fields),))
+    assert prepared.records == held
+    assert resolve_prepared(prepared, CONTEXT).trace.memory_candidates == 2
 
 
 @pytest.mark.parametrize("bad", ["not a record", "repeated id"])
@@ -714,11 +762,12 @@ def _store_view(store: mr.MemoryStore, context: mr.RetrievalContext) -> mr.Resol
 
 
 @pytest.mark.parametrize("path", [None, "file"])
-def test_records_added_turn_after_turn_grow_the_ready_candidates(
+def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str | None
 ) -> None:
     """A context served before is not prepared again for a few new records in its
-    scopes (its candidates grow), is for many, and always resolves as the reference."""
+    scopes (its candidates grow), nor for a forget (it takes the tombstone and the
+    erased records), is for many new records, and always resolves as the reference."""
     store = mr.MemoryStore(tmp_path / "m.db" if path else None)
     prepared: list[int] = []
     real_prepare = store._cache._prepare
@@ -751,15 +800,23 @@ def test_records_added_turn_after_turn_grow_the_ready_candidates(
             ]
         )
         if turn == 10:
-            store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25))
+            erased = store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25))
+            assert erased
+            # The ready candidates hold the erased records, never their text.
+            ready = {r.id: r for r in store._cache.candidates(CONTEXT).records}
+            for record_id in erased:
+                assert ready[record_id] == store.get(record_id)
+                assert ready[record_id].value != _record(record_id).value
+                assert store.explain(record_id, CONTEXT).outcome is mr.Reason.FORGOTTEN
+            assert store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25)) == ()
         for context in (CONTEXT, other):
             assert store.resolve(context) == _store_view(store, context)
-    # Prepared again only after the forget (it changes a scope's rows), not per turn.
-    assert len(prepared) == 3
+    # Neither the records added turn after turn nor the forget prepared them again.
+    assert len(prepared) == 2
     many = [_record(f"m{n}", key=f"m{n}") for n in range(200)]
     store.add(many)
     assert store.resolve(CONTEXT) == _store_view(store, CONTEXT)
-    assert len(prepared) == 4, "200 new records: prepared again, not grown"
+    assert len(prepared) == 3, "200 new records: prepared again, not grown"
 
 
 def test_ready_candidates_outlive_the_scopes_they_were_read_from(

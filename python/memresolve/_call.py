@@ -43,6 +43,14 @@ class Prepared(Protocol):
         checks them (rows counted on from the candidates'); this one is unchanged."""
         ...
 
+    def forgotten(
+        self, tombstones: tuple[ForgetTombstone, ...], records: tuple[object, ...]
+    ) -> Prepared:
+        """A copy that also holds ``tombstones``, with ``records`` in place of the
+        candidates with their ids (each reads as its candidate does for resolution: only
+        text may differ, as after an erasure); this one is unchanged."""
+        ...
+
     def resolve_rows(self, context: RetrievalContext) -> RawResolution: ...
 
 

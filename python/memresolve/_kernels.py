@@ -17,7 +17,7 @@ from memresolve._call import Prepared
 from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
 from memresolve._records import MemoryRecord, check_records
 from memresolve._result import RawResolution
-from memresolve.errors import BackendUnavailableError
+from memresolve.errors import BackendUnavailableError, InternalError
 
 __all__ = [
     "SELECTED",
@@ -74,8 +74,40 @@ class _ReferencePrepared:
     def extended(self, records: tuple[object, ...]) -> Prepared:
         return _ReferencePrepared((*self.records, *records), self._tombstones)
 
+    def forgotten(
+        self, tombstones: tuple[ForgetTombstone, ...], records: tuple[object, ...]
+    ) -> Prepared:
+        check_records(records)
+        stand_ins = {record.id: record for record in cast("tuple[MemoryRecord, ...]", records)}
+        replaced = tuple(stand_ins.pop(record.id, record) for record in self.records)
+        if stand_ins or any(
+            _read_by_resolution(old) != _read_by_resolution(new)
+            for old, new in zip(self.records, replaced, strict=True)
+        ):
+            raise InternalError(
+                "a stand-in record is no candidate's, or differs from it in what resolution reads"
+            )
+        return _ReferencePrepared(replaced, (*self._tombstones, *tombstones))
+
     def resolve_rows(self, context: RetrievalContext) -> RawResolution:
         return reference.resolve_rows(self.records, context, self._tombstones)
+
+
+def _read_by_resolution(record: MemoryRecord) -> tuple[object, ...]:
+    """The fields of ``record`` that resolution reads (``docs/spec.md`` §2): all but its text
+    and confidence."""
+    return (
+        record.id,
+        record.key,
+        record.scope,
+        record.status,
+        record.authority,
+        record.version,
+        record.valid_from,
+        record.valid_until,
+        record.observed_at,
+        record.supersedes,
+    )
 
 
 class ReferenceKernel:
@@ -148,6 +180,11 @@ class _NativePrepared:
 
     def extended(self, records: tuple[object, ...]) -> Prepared:
         return _NativePrepared(self._prepared.extended(records))
+
+    def forgotten(
+        self, tombstones: tuple[ForgetTombstone, ...], records: tuple[object, ...]
+    ) -> Prepared:
+        return _NativePrepared(self._prepared.forgotten(tombstones, records))
 
     def resolve_rows(self, context: RetrievalContext) -> RawResolution:
         active, excluded_rows, excluded_codes = self._prepared.resolve_rows(context)

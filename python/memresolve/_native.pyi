@@ -193,6 +193,12 @@ class PreparedCandidates:
     def extended(self, records: tuple[object, ...]) -> PreparedCandidates:
         """A copy with ``records`` added after the candidates, checked as the constructor
         checks them; this one is unchanged."""
+    def forgotten(
+        self, tombstones: tuple[ForgetTombstone, ...], records: tuple[object, ...]
+    ) -> PreparedCandidates:
+        """A copy that also holds ``tombstones``, with ``records`` in place of the candidates
+        with their ids (each must read as its candidate does for resolution: only text may
+        differ); this one is unchanged."""
     def resolve_rows(
         self, context: RetrievalContext
     ) -> tuple[tuple[MemoryRecord, ...], bytes, bytes]:

@@ -321,12 +321,13 @@ class MemoryStore:
         erased: list[str] = []
         with self._transaction(erases=True) as connection:
             columns = schema.TOMBSTONE_COLUMNS
-            connection.executemany(
+            insert = (
                 f"INSERT OR IGNORE INTO tombstones ({','.join(columns)}) "
-                f"VALUES ({_marks(len(columns))})",
-                [itemgetter(*columns)(row) for row in rows],
+                f"VALUES ({_marks(len(columns))})"
             )
             for row, tombstone in zip(rows, tombstones, strict=True):
+                # The store may hold this tombstone already (a retried forget).
+                new = connection.execute(insert, itemgetter(*columns)(row)).rowcount == 1
                 candidates = [
                     schema.record_from_row(found)
                     for found in connection.execute(
@@ -334,16 +335,20 @@ class MemoryStore:
                         (row["scope_id"], row["key"]),
                     )
                 ]
-                blocked = [p.record_id for p in forget_sweep(candidates, [tombstone])]
-                for chunk in _chunks(blocked):
+                blocked = {p.record_id for p in forget_sweep(candidates, [tombstone])}
+                for chunk in _chunks(sorted(blocked)):
                     connection.execute(
                         "UPDATE records SET value = ?, source_message_ids = '[]', erased = 1 "
                         f"WHERE id IN ({_marks(len(chunk))})",
                         (_ERASED_TEXT, *chunk),
                     )
                 erased.extend(blocked)
-                # Reloaded on next use, with the tombstone and the erased text.
-                self._cache.drop(row["scope_id"])
+                # In the transaction: a failed commit drops the cache whole.
+                self._cache.forget(
+                    row["scope_id"],
+                    tombstone if new else None,
+                    [_erased(record) for record in candidates if record.id in blocked],
+                )
         return tuple(sorted(erased))
 
     def normalize(self, now: datetime) -> Normalization:

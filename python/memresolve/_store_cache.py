@@ -7,9 +7,10 @@ computes no scope ids, and resolves candidates the backend has already read and 
 (``Kernel.prepare``: for the native backend, a ``PreparedSet`` in Rust). New records are
 added to the ready candidates of the contexts that see their scope (``Prepared.extended``:
 the native set grows by the new rows, it is not prepared again), unless there are so many
-that preparing again costs less. A forget drops the scope and the ready candidates of the
-contexts that see it, rebuilt on their next turn; the store clears everything for changes
-across many scopes (an erasure, ``normalize``, another process's commit).
+that preparing again costs less. A forget is applied the same way (``Prepared.forgotten``:
+the tombstone raises its group's bound, and the records it erased take their stored
+records' places). The store clears everything for changes across many scopes (an erasure,
+``normalize``, another process's commit).
 """
 
 from __future__ import annotations
@@ -87,6 +88,29 @@ class StoreCache:
                 del self._turns[key]  # prepared again on its next turn
             else:
                 self._turns[key] = (ready.extended(mine), scopes)
+
+    def forget(
+        self,
+        scope: str,
+        tombstone: ForgetTombstone | None,
+        erased: Sequence[MemoryRecord],
+    ) -> None:
+        """Applies a forget in ``scope``: its new ``tombstone`` (None when the store held
+        it already) and the records it ``erased`` (each in place of its stored self, its
+        text erased), to the scope if held and to the ready candidates of every context
+        that sees it."""
+        if tombstone is None and not erased:
+            return
+        told = () if tombstone is None else (tombstone,)
+        stand_ins = {record.id: record for record in erased}
+        rows = self._scopes.get(scope)
+        if rows is not None:
+            rows.tombstones.extend(told)
+            rows.records = [stand_ins.get(record.id, record) for record in rows.records]
+        erased_now = tuple(erased)
+        for key, (ready, scopes) in list(self._turns.items()):
+            if scope in scopes:
+                self._turns[key] = (ready.forgotten(told, erased_now), scopes)
 
     def candidates(self, context: RetrievalContext) -> Prepared:
         """The records and tombstones of the scopes ``context`` sees, checked by the

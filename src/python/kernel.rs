@@ -461,6 +461,52 @@ impl PreparedCandidates {
         })
     }
 
+    /// A copy that also holds `tombstones`, with `records` in place of the
+    /// candidates with their ids: what a store's forget leaves (a tombstone,
+    /// and the blocked records with their text erased). A stand-in must read
+    /// as its candidate does for resolution (id, key, scope, `supersedes`,
+    /// facts): only text may differ. This one is unchanged.
+    fn forgotten(
+        &self,
+        tombstones: &Bound<'_, PyTuple>,
+        records: &Bound<'_, PyTuple>,
+    ) -> PyResult<Self> {
+        guarded(|| {
+            let py = records.py();
+            let package = Package::get(py)?;
+            let tombstones = read_tombstones(package, tombstones)?;
+            let (cores, not_a_record) = cores(package, records)?;
+            if let Some(error) = not_a_record {
+                return Err(error);
+            }
+            let mut set = self.set.clone();
+            for tombstone in &tombstones {
+                set.forget(&tombstone.borrow())
+                    .map_err(super::errors::internal)?;
+            }
+            let mut all: Vec<_> = self.records.bind(py).iter().collect();
+            for (core, record) in cores.iter().zip(records.iter()) {
+                let stand_in = core.get().native().record();
+                let row = set
+                    .row_of_id(stand_in.id)
+                    .filter(|&row| set.decides_alike(row, &stand_in))
+                    .and_then(|row| all.get_mut(row as usize))
+                    .ok_or_else(|| {
+                        InternalError::new_err(
+                            "a stand-in record is no candidate's, or differs from it in \
+                             what resolution reads",
+                        )
+                    })?;
+                *row = record;
+            }
+            Ok(Self {
+                records: PyTuple::new(py, all)?.unbind(),
+                set,
+                scratch: Mutex::new(PreparedScratch::default()),
+            })
+        })
+    }
+
     /// Resolves the candidates in `context`: see [`Rows`].
     fn resolve_rows<'py>(
         &self,

@@ -18,9 +18,10 @@
 //!
 //! A set grows by [`PreparedSet::push`] (a chat turn adds a few records):
 //! the new row is numbered and placed in both orders without redoing the
-//! others. Its texts live in one buffer and every table is a `Vec`, so a
-//! copy of a set costs a few `memcpy`s, and a store can hand out a grown copy
-//! while readers keep resolving the old one.
+//! others; a forget raises one group's bound ([`PreparedSet::forget`]). Its
+//! texts live in one buffer and every table is a `Vec`, so a copy of a set
+//! costs a few `memcpy`s, and a store can hand out an updated copy while
+//! readers keep resolving the old one.
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -316,93 +317,6 @@ impl PreparedSet {
         }
     }
 
-    /// Adds one candidate, as if it had been the last of those the set was
-    /// prepared with: linear in the set's size, with no sort and no hashing.
-    ///
-    /// # Errors
-    /// [`Refused::RepeatedId`] when a candidate has its id (`later` is the
-    /// row it would have had), [`Refused::TooLarge`]; the set is unchanged.
-    pub fn push(&mut self, record: &Record<'_>) -> Result<(), Refused> {
-        let row = number(self.facts.len())?;
-        // Checked before anything changes: the texts that the row adds fit.
-        let added = record.id.len() + record.key.len() + record.supersedes.map_or(0, str::len);
-        number(self.texts.len().saturating_add(added))?;
-        let id_place = self
-            .by_id
-            .binary_search_by(|&other| self.id_of(other).as_bytes().cmp(record.id.as_bytes()));
-        let id_place = match id_place {
-            Ok(found) => {
-                let earlier = self.by_id.get(found).copied().unwrap_or(0);
-                return Err(Refused::RepeatedId {
-                    earlier: earlier as usize,
-                    later: row as usize,
-                });
-            }
-            Err(place) => place,
-        };
-        let known = self.scopes.iter().position(|s| s.borrow() == record.scope);
-        let scope = if let Some(scope) = known {
-            number(scope)?
-        } else {
-            let scope = self.add_scope(&record.scope)?;
-            self.rank_scopes();
-            scope
-        };
-        let scope_rank = self
-            .scope_ranks
-            .get(scope as usize)
-            .copied()
-            .unwrap_or(NO_ROW);
-        let group_place = self
-            .by_scope_and_key
-            .binary_search_by(|&other| self.compare_scope_and_key(other, scope_rank, record.key));
-        let (group, group_place) = match group_place {
-            Ok(found) => {
-                let same = self.by_scope_and_key.get(found).copied().unwrap_or(0);
-                let group = self.group_of_row.get(same as usize).copied();
-                let missing = Refused::Broken(Broken("an ordered row has no group"));
-                (group.ok_or(missing)?, found)
-            }
-            Err(place) => {
-                let group = number(self.group_bounds.len())?;
-                let bound = self
-                    .tombstones
-                    .iter()
-                    .find(|(scope, key, _)| scope.borrow() == record.scope && key == record.key)
-                    .map(|(_, _, bound)| *bound);
-                self.group_bounds.push(bound);
-                (group, place)
-            }
-        };
-        let target = match record.supersedes {
-            Some(named) if named == record.id => row,
-            Some(named) => self
-                .by_id
-                .binary_search_by(|&other| self.id_of(other).as_bytes().cmp(named.as_bytes()))
-                .ok()
-                .and_then(|found| self.by_id.get(found).copied())
-                .unwrap_or(NO_ROW),
-            None => NO_ROW,
-        };
-        self.append_row(record, scope, group, target)?;
-        // Rows that named this id before it was a candidate now name it.
-        let mut still_dangling = Vec::with_capacity(self.dangling.len());
-        for (other, named) in std::mem::take(&mut self.dangling) {
-            if other != row && self.text(&named) == record.id {
-                if let Some(slot) = self.targets.get_mut(other as usize) {
-                    *slot = row;
-                }
-            } else {
-                still_dangling.push((other, named));
-            }
-        }
-        self.dangling = still_dangling;
-        self.by_id.insert(id_place, row);
-        self.renumber_id_ranks(id_place);
-        self.by_scope_and_key.insert(group_place, row);
-        Ok(())
-    }
-
     #[must_use]
     pub fn len(&self) -> usize {
         self.facts.len()
@@ -510,6 +424,8 @@ impl Candidates for PreparedView<'_> {
         self.set.id_ranks.get(a).cmp(&self.set.id_ranks.get(b))
     }
 }
+
+mod update;
 
 #[cfg(test)]
 mod tests;

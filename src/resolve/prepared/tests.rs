@@ -123,10 +123,34 @@ fn prepared_resolution_equals_resolve_in_every_context() {
             }
             prepared
         };
+        // Prepared with some tombstones, then told the others between pushes.
+        let told = rng.below(tombstones.len() + 1);
+        let forgetting = || {
+            let start = records.get(..split).unwrap_or(&[]);
+            let mut prepared = prepared(start, tombstones.get(..told).unwrap_or(&[]));
+            let mut later = tombstones.iter().skip(told);
+            for record in records.iter().skip(start.len()) {
+                if let Some(tombstone) = later.next() {
+                    if let Err(broken) = prepared.forget(tombstone) {
+                        panic!("{broken}");
+                    }
+                }
+                if let Err(refused) = prepared.push(record) {
+                    panic!("ids are unique, yet {refused:?}");
+                }
+            }
+            for tombstone in later {
+                if let Err(broken) = prepared.forget(tombstone) {
+                    panic!("{broken}");
+                }
+            }
+            prepared
+        };
         let ways = [
             prepared(&records, &tombstones),
             grown(&[]),
             grown(records.get(..split).unwrap_or(&[])),
+            forgetting(),
         ];
         let index = TombstoneIndex::new(&tombstones);
         for context in &contexts {
@@ -275,7 +299,20 @@ fn the_latest_of_several_tombstones_on_a_group_blocks() {
     ] {
         let mut grown = prepared(&[], &tombstones);
         assert_eq!(grown.push(&blocked), Ok(()));
-        for set in [prepared(&[blocked], &tombstones), grown] {
+        // Told the tombstones one by one, before the group exists and after.
+        let mut told_first = prepared(&[], &[]);
+        let mut told_after = prepared(&[blocked], &[]);
+        for tombstone in &tombstones {
+            assert_eq!(told_first.forget(tombstone), Ok(()));
+            assert_eq!(told_after.forget(tombstone), Ok(()));
+        }
+        assert_eq!(told_first.push(&blocked), Ok(()));
+        for set in [
+            prepared(&[blocked], &tombstones),
+            grown,
+            told_first,
+            told_after,
+        ] {
             let resolution = set.resolve(&context, &mut PreparedScratch::default());
             assert_eq!(
                 resolution.map(|r| r.excluded),
@@ -285,5 +322,52 @@ fn the_latest_of_several_tombstones_on_a_group_blocks() {
         let only_earlier = prepared(&[blocked], &[on_it(NOW - 30), unowned]);
         let resolution = only_earlier.resolve(&context, &mut PreparedScratch::default());
         assert_eq!(resolution.map(|r| r.active), Ok(vec![0]));
+    }
+}
+
+#[test]
+fn a_record_stands_in_for_its_row_only_if_resolution_reads_it_alike() {
+    let mut rng = Rng(0x5eed_1234_abcd_0002);
+    for _ in 0..300 {
+        let records = random_records(&mut rng);
+        let set = prepared(&records, &[]);
+        for (row, record) in records.iter().enumerate() {
+            let found = set.row_of_id(record.id);
+            assert_eq!(found, u32::try_from(row).ok(), "{records:?}");
+            let row = found.unwrap_or(NO_ROW);
+            assert!(set.decides_alike(row, record), "{record:?}");
+            let changed = [
+                Record {
+                    version: record.version + 1,
+                    ..*record
+                },
+                Record {
+                    key: "another key",
+                    ..*record
+                },
+                Record {
+                    scope: ScopeRef::user("w"),
+                    ..*record
+                },
+                Record {
+                    supersedes: Some("no such id"),
+                    ..*record
+                },
+                Record {
+                    supersedes: None,
+                    ..*record
+                },
+                Record {
+                    valid_until: Some(NOW + 7),
+                    ..*record
+                },
+            ];
+            for other in &changed {
+                if other != record {
+                    assert!(!set.decides_alike(row, other), "{record:?} as {other:?}");
+                }
+            }
+        }
+        assert_eq!(set.row_of_id("no such id"), None);
     }
 }
