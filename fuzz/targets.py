@@ -167,8 +167,19 @@ def pipeline(data: bytes) -> None:
         for name in (("reference", "native") if NATIVE else ("reference",))
     ]
     if NATIVE:  # what MemoryStore serves: the candidates prepared once, in Rust
-        prepared = get_backend("native").prepare(tuple(records), tuple(tombstones))
+        native = get_backend("native")
+        prepared = native.prepare(tuple(records), tuple(tombstones))
         results.append(resolve_prepared(prepared, context))
+        # As a store's turns leave them: grown by records, then told tombstones with
+        # the first record's text erased.
+        split, told = draw.byte() % (len(records) + 1), draw.byte() % (len(tombstones) + 1)
+        erased = records[0].to_dict() | {"value": "", "source_message_ids": []}
+        updated = (
+            native.prepare(tuple(records[:split]), tuple(tombstones[:told]))
+            .extended(tuple(records[split:]))
+            .forgotten(tuple(tombstones[told:]), (mr.MemoryRecord.from_dict(erased),))
+        )
+        results.append(resolve_prepared(updated, context))
     first = results[0]
     for other in results[1:]:
         assert [r.id for r in other.active] == [r.id for r in first.active]
