@@ -11,11 +11,11 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, TimeUnit};
 
+use super::names::NameTable;
 use super::text::{TextChunk, TextColumn};
 use super::{Checked, Table};
 use crate::error::ErrorKind;
 use crate::model::{Vocabulary, INSTANT_MAX, INSTANT_MIN, INSTANT_RANGE_PROBLEM};
-use crate::resolve::hash::same_bytes;
 
 const REQUIRED: &str = "is null; a value is required";
 const NON_EMPTY: &str = "is empty; a non-empty string is required";
@@ -125,15 +125,8 @@ impl<'t> Table<'t> {
     pub(super) fn vocabulary<V: Vocabulary>(&self, column: &str) -> Checked<Vec<V>> {
         let text_column = self.text_column(column)?;
         let mut entries = Vec::with_capacity(self.rows);
-        // Names are compared inline, length first (most names differ in length).
-        let entry_of = |text: &str| {
-            V::NAMES
-                .iter()
-                .position(|name| {
-                    name.len() == text.len() && same_bytes(name.as_bytes(), text.as_bytes())
-                })
-                .and_then(|code| V::ALL.get(code).copied())
-        };
+        let names = NameTable::<V>::new();
+        let entry_of = |text: &str| names.entry(text);
         // A null or empty row anywhere is reported before an unknown value
         // (the checks of a string column come first, as in the Python reader).
         let mut first_unknown: Option<(usize, &str)> = None;

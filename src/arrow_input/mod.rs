@@ -16,6 +16,7 @@
 pub mod check;
 mod columns;
 pub mod contexts;
+mod names;
 pub mod records;
 mod scopes;
 pub mod text;

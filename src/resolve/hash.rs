@@ -64,13 +64,17 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     tails_equal && a_words.zip(b_words).all(|(x, y)| word(x) == word(y))
 }
 
-/// Up to eight bytes as one word, zero padded.
+/// Up to eight bytes as one word, zero padded: one load for eight, else
+/// shifted in one by one in a register (copying them to a buffer and
+/// loading that back stalls on store forwarding, see `order::word`).
 fn word(bytes: &[u8]) -> u64 {
-    let mut buffer = [0_u8; 8];
-    if let Some(start) = buffer.get_mut(..bytes.len()) {
-        start.copy_from_slice(bytes);
+    if let Some(&whole) = bytes.first_chunk::<8>() {
+        return u64::from_ne_bytes(whole);
     }
-    u64::from_ne_bytes(buffer)
+    bytes
+        .iter()
+        .take(8)
+        .fold(0_u64, |word, &byte| (word << 8) | u64::from(byte))
 }
 
 /// The seed of the hashes stored with [`Hashed`] texts: one per process.
