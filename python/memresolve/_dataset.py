@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,17 @@ from memresolve import _backend, _kernels
 from memresolve import _validate as check
 from memresolve._arrow_input import pyarrow_module
 from memresolve._canonical import canonical, canonical_schema, read_columns
+from memresolve._job_limits import (
+    BASELINE_BYTES,
+    MAX_PARTS,
+    MIN_BUDGET_BYTES,
+    Progress,
+    allow_open_files,
+    checked_parts,
+    checked_progress,
+    parse_size,
+    shown_bytes,
+)
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
 from memresolve._types import DECISION_NAMES
@@ -54,51 +65,12 @@ __all__ = [
 #: Arrow bytes: the part's table, the native store built from it, and the
 #: output (measured on the benchmark stores: about 3; 4 leaves room).
 RESOLVE_FACTOR = 4
-#: Memory the process needs whatever the input: the interpreter, pyarrow and
-#: numpy, the routing tables, and the batches in flight.
-BASELINE_BYTES = 512 * 2**20
-#: The least memory worth resolving parts in, beyond the baseline.
-MIN_BUDGET_BYTES = 64 * 2**20
 #: Headroom in the first estimate of how many parts the input needs.
 PART_MARGIN = 1.25
 #: Parts of an input whose size is unknown (an Arrow stream) until it is read.
 STREAM_PARTS = 16
 #: How often a part too big for the limit is split again by owner.
 MAX_SPLITS = 4
-
-#: ``progress(stage, done, total)``: rows read of ``records``, ``contexts``,
-#: ``tombstones``, then parts resolved of ``parts``; ``total`` when known.
-Progress = Callable[[str, int, "int | None"], None]
-
-
-def parse_size(size: int | str) -> int:
-    """Bytes from an int or a size such as ``"2GB"``, ``"512MiB"``, ``"4G"``."""
-    if isinstance(size, int) and not isinstance(size, bool):
-        if size <= 0:
-            raise _bad_limit(size)
-        return size
-    if not isinstance(size, str):
-        raise _bad_limit(size)
-    text = size.strip().upper().replace(" ", "")
-    units = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "KIB": 2**10, "M": 10**6, "MB": 10**6}
-    units |= {"MIB": 2**20, "G": 10**9, "GB": 10**9, "GIB": 2**30, "T": 10**12, "TB": 10**12}
-    units |= {"TIB": 2**40}
-    number = text.rstrip("KMGTIB")
-    try:
-        value = float(number) * units[text[len(number) :]]
-    except (KeyError, ValueError):
-        raise _bad_limit(size) from None
-    if not math.isfinite(value) or value < 1:
-        raise _bad_limit(size)
-    return int(value)
-
-
-def _bad_limit(size: object) -> InvalidInputError:
-    return InvalidInputError(
-        f"memory_limit: expected a positive number of bytes or a size such as '2GB', got {size!r}",
-        kind=ErrorKind.MALFORMED,
-        field="memory_limit",
-    )
 
 
 @dataclass(frozen=True)
@@ -160,12 +132,12 @@ class _PartSet:
             Parts("records", count, directory, seed),
             Parts("tombstones", count, directory, seed),
         )
-        cleanup.callback(made.close)  # open spill files are closed whatever happens
+        cleanup.callback(made.close, discard=True)  # closed whatever happens
         return made
 
-    def close(self) -> None:
+    def close(self, *, discard: bool = False) -> None:
         for parts in (self.contexts, self.records, self.tombstones):
-            parts.close()
+            parts.close(discard=discard)
 
     def size(self, part: int) -> int:
         return sum(p.bytes[part] for p in (self.contexts, self.records, self.tombstones))
@@ -179,6 +151,14 @@ class _PartSet:
             parts.add(0, batch)
             return
         parts.add_routed(batch, routed[0], routed[1])
+
+
+#: A part's records, contexts and tombstones (None: the job has none).
+_Tables = tuple[Any, Any, Any]
+
+
+def _thread(name: str) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"memresolve-{name}")
 
 
 @dataclass
@@ -198,6 +178,11 @@ class _Job:
     resolved: int = 0
     total_parts: int = 0
     peak_spill: int = 0
+    #: The next part's tables are read, and the last output written, on these.
+    reader: ThreadPoolExecutor = field(default_factory=lambda: _thread("read-part"))
+    writer: ThreadPoolExecutor = field(default_factory=lambda: _thread("write-output"))
+    #: The bytes of the output being written, and its write.
+    writing: tuple[int, Future[None]] | None = None
 
     def report(self, stage: str, done: int, total: int | None = None) -> None:
         if self.progress is not None:
@@ -231,35 +216,87 @@ class _Job:
     # Resolving the parts ----------------------------------------------------------------
 
     def resolve_all(self, parts: _PartSet, depth: int) -> None:
-        """Resolves every part of ``parts``, splitting those too big for the budget."""
+        """Resolves every part of ``parts``, splitting those too big for the budget.
+
+        While a part resolves, the next one's tables are read and the last
+        one's output is written, on other threads, when the memory limit
+        leaves room for them beside it.
+        """
+        ahead: tuple[int, Future[_Tables]] | None = None
         for part in range(parts.router.parts):
             if parts.contexts.rows[part]:
-                if parts.size(part) * RESOLVE_FACTOR > self.budget:
+                cost = parts.size(part) * RESOLVE_FACTOR
+                if cost > self.budget:
                     self._split(parts, part, depth)
                 else:
-                    self._resolve(parts, part)
+                    if ahead is not None and ahead[0] == part:
+                        tables = ahead[1].result()
+                    else:
+                        tables = self._tables(parts, part)
+                    ahead = self._read_ahead(parts, part, cost)
+                    self._resolve(tables, cost)
+                    del tables
             parts.remove(part)
             self.resolved += 1
             self.report("parts", self.resolved, self.total_parts)
 
-    def _resolve(self, parts: _PartSet, part: int) -> None:
-        result = _kernels.SELECTED_BATCH(
+    def _tables(self, parts: _PartSet, part: int) -> _Tables:
+        tombstones = (
+            None
+            if "tombstones" not in self.schemas
+            else parts.tombstones.table(part, self.schemas["tombstones"])
+        )
+        return (
             parts.records.table(part, self.schemas["records"]),
             parts.contexts.table(part, self.schemas["contexts"]),
-            tombstones=(
-                None
-                if "tombstones" not in self.schemas
-                else parts.tombstones.table(part, self.schemas["tombstones"])
-            ),
-            **self.options,
+            tombstones,
         )
+
+    def _read_ahead(
+        self, parts: _PartSet, part: int, cost: int
+    ) -> tuple[int, Future[_Tables]] | None:
+        """Starts reading the part after ``part`` if it resolves whole and fits beside it."""
+        following = next(
+            (p for p in range(part + 1, parts.router.parts) if parts.contexts.rows[p]), None
+        )
+        if following is None or parts.size(following) * RESOLVE_FACTOR > self.budget:
+            return None
+        if cost + parts.size(following) + self._writing_bytes() > self.budget:
+            return None
+        return following, self.reader.submit(self._tables, parts, following)
+
+    def _resolve(self, tables: _Tables, cost: int) -> None:
+        if cost + self._writing_bytes() > self.budget:
+            self._written()  # no room for the last output beside this part
+        records, contexts, tombstones = tables
+        result = _kernels.SELECTED_BATCH(records, contexts, tombstones=tombstones, **self.options)
         if result.num_rows:  # no file of nothing: a part whose contexts see no record
             self.write(result)
             _count_decisions(result, self.rows)
 
     def write(self, result: Any) -> None:
-        _write_parquet(result, self.output / f"part-{self.written:05d}.parquet")
+        """Writes ``result`` as the next output file, on the writer thread."""
+        self._written()
+        path = self.output / f"part-{self.written:05d}.parquet"
+        self.writing = (result.nbytes, self.writer.submit(_write_parquet, result, path))
         self.written += 1
+
+    def _writing_bytes(self) -> int:
+        if self.writing is None or self.writing[1].done():
+            return 0
+        return int(self.writing[0])
+
+    def _written(self) -> None:
+        """Waits for the output being written; raises its failure."""
+        writing, self.writing = self.writing, None
+        if writing is not None:
+            writing[1].result()
+
+    def stop(self) -> None:
+        """Stops the reader and writer threads (the job is over, whatever its outcome)."""
+        self.writing = None
+        for executor in (self.reader, self.writer):
+            executor.shutdown(wait=True, cancel_futures=True)
 
     def finish(self) -> None:
         """Writes one file with no rows when nothing else was, so the output has its columns."""
@@ -273,6 +310,7 @@ class _Job:
                     **self.options,
                 )
             )
+        self._written()
 
     def _split(self, parts: _PartSet, part: int, depth: int) -> None:
         """Splits one part in several by owner (a new seed), then resolves those."""
@@ -281,7 +319,7 @@ class _Job:
         if len(owners) == 1 or depth >= MAX_SPLITS:
             raise self._too_big(parts, part)
         count = math.ceil(parts.size(part) * RESOLVE_FACTOR / self.budget) + 1
-        _allow_open_files(count)
+        allow_open_files(count)
         smaller = _PartSet.make(
             self.native,
             count,
@@ -313,75 +351,16 @@ class _Job:
         owner = "?" if biggest is None else biggest["values"]
         size = parts.size(part) * RESOLVE_FACTOR
         return MemoryLimitError(
-            f"one owner's part of the store needs about {_shown_bytes(size)} to resolve, more"
-            f" than the memory limit leaves ({_shown_bytes(self.budget)}): user {owner!r}"
+            f"one owner's part of the store needs about {shown_bytes(size)} to resolve, more"
+            f" than the memory limit leaves ({shown_bytes(self.budget)}): user {owner!r}"
             f" ({biggest['counts'] if biggest else 0} records); raise memory_limit"
         )
-
-
-def _shown_bytes(size: float) -> str:
-    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
-
-
-#: Files the job keeps open besides its parts' spill files (id buckets, inputs, output).
-OTHER_OPEN_FILES = 256
-
-
-def _allow_open_files(parts: int) -> None:
-    """Raises the soft limit on open files to what ``parts`` parts need (three spill files
-    each, all open while the inputs are read), up to the hard limit."""
-    import resource  # noqa: PLC0415 - POSIX, and only the batch job needs it
-
-    needed = 3 * parts + OTHER_OPEN_FILES
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= needed:
-        return
-    if hard != resource.RLIM_INFINITY and hard < needed:
-        raise OSError(
-            f"the job needs about {needed} open files for its {parts} parts and the limit is"
-            f" {hard}: raise memory_limit (fewer, larger parts) or the open-file limit (ulimit -n)"
-        )
-    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
 def _numpy() -> Any:
     import numpy  # noqa: PLC0415 - the batch job's optional dependency
 
     return numpy
-
-
-#: The most parts a job may be asked for: each is up to three open spill files.
-MAX_PARTS = 65_536
-
-
-def checked_parts(parts: object) -> int | None:
-    """``parts`` as given to a job: None, or a whole number from 1 to ``MAX_PARTS``."""
-    if parts is None:
-        return None
-    if not isinstance(parts, int) or isinstance(parts, bool):
-        raise InvalidInputError(
-            f"parts: expected a positive int or None, got {type(parts).__name__}",
-            kind=ErrorKind.WRONG_TYPE,
-            field="parts",
-        )
-    if not 1 <= parts <= MAX_PARTS:
-        raise InvalidInputError(
-            f"parts: expected 1 to {MAX_PARTS:,}, got {parts}",
-            kind=ErrorKind.OUT_OF_RANGE,
-            field="parts",
-        )
-    return parts
-
-
-def checked_progress(progress: object) -> Progress | None:
-    """``progress`` as given to a job: None, or a callable."""
-    if progress is not None and not callable(progress):
-        raise InvalidInputError(
-            f"progress: expected a callable or None, got {type(progress).__name__}",
-            kind=ErrorKind.WRONG_TYPE,
-            field="progress",
-        )
-    return progress
 
 
 def _part_count(sources: list[Source], budget: int, parts: int | None) -> int:
@@ -471,8 +450,8 @@ def resolve_dataset(
     budget = limit - BASELINE_BYTES
     if budget < max(MIN_BUDGET_BYTES, 1):
         raise MemoryLimitError(
-            f"memory_limit {_shown_bytes(limit)} is below what the job needs to run at all"
-            f" (about {_shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
+            f"memory_limit {shown_bytes(limit)} is below what the job needs to run at all"
+            f" (about {shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
         )
     target = arguments.path(output, "output")
     spill_directory = (
@@ -486,13 +465,8 @@ def resolve_dataset(
             "resolve_dataset runs on the compiled core, and this process uses the reference"
             f" backend ({_backend.ENV_VAR}=reference, or the extension is not built)"
         )
-    with_values = options["with_values"]
-    record_source = Source(records, "records", read_columns("records", with_values))
-    context_source = Source(contexts, "contexts", read_columns("contexts", with_values))
-    tombstone_source = (
-        None
-        if tombstones is None
-        else Source(tombstones, "tombstones", read_columns("tombstones", with_values))
+    record_source, context_source, tombstone_source = _sources(
+        records, contexts, tombstones, with_values=options["with_values"]
     )
     sources = [s for s in (record_source, context_source, tombstone_source) if s is not None]
     count = _part_count(sources, budget, parts)
@@ -502,7 +476,8 @@ def resolve_dataset(
     cleanup = ExitStack()
     try:
         job = _Job(native, budget, spill, partial, options, progress, cleanup, total_parts=count)
-        _allow_open_files(count)
+        cleanup.callback(job.stop)  # before the partial output is removed
+        allow_open_files(count)
         split = _PartSet.make(
             native,
             count,
@@ -541,6 +516,18 @@ def resolve_dataset(
         rows={name: rows for name, rows in job.rows.items() if rows},
         seconds=time.perf_counter() - started,
         peak_spill_bytes=job.peak_spill,
+    )
+
+
+def _sources(
+    records: object, contexts: object, tombstones: object | None, *, with_values: bool
+) -> tuple[Source, Source, Source | None]:
+    return (
+        Source(records, "records", read_columns("records", with_values)),
+        Source(contexts, "contexts", read_columns("contexts", with_values)),
+        None
+        if tombstones is None
+        else Source(tombstones, "tombstones", read_columns("tombstones", with_values)),
     )
 
 

@@ -38,18 +38,16 @@ from memresolve import _backend
 from memresolve import _validate as check
 from memresolve._arrow_input import pyarrow_module
 from memresolve._canonical import canonical, canonical_schema, read_columns
-from memresolve._dataset import (
+from memresolve._dataset import STREAM_PARTS, _check_unique, _publish
+from memresolve._job_limits import (
     BASELINE_BYTES,
     MIN_BUDGET_BYTES,
-    STREAM_PARTS,
     Progress,
-    _allow_open_files,
-    _check_unique,
-    _publish,
-    _shown_bytes,
+    allow_open_files,
     checked_parts,
     checked_progress,
     parse_size,
+    shown_bytes,
 )
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
@@ -142,8 +140,8 @@ def _start(
     budget = limit - BASELINE_BYTES
     if budget < MIN_BUDGET_BYTES:
         raise MemoryLimitError(
-            f"memory_limit {_shown_bytes(limit)} is below what the job needs to run at all"
-            f" (about {_shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
+            f"memory_limit {shown_bytes(limit)} is below what the job needs to run at all"
+            f" (about {shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
         )
     target = arguments.path(output, "output")
     spill_directory = (
@@ -186,7 +184,7 @@ def _read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
         if sum(b.nbytes for b in batches) * TOMBSTONE_SHARE > run.budget:
             raise MemoryLimitError(
                 f"the tombstones alone need more than a {TOMBSTONE_SHARE}th of what the memory"
-                f" limit leaves ({_shown_bytes(run.budget)}); raise memory_limit"
+                f" limit leaves ({shown_bytes(run.budget)}); raise memory_limit"
             )
     if read == 0:
         checker.tombstones(source.empty(), 0)
@@ -272,12 +270,12 @@ def _normalize_parts(source: Source, parts: int | None, run: _Run) -> int:
 def _split_by_id(source: Source, count: int, micros: int, run: _Run) -> tuple[Parts, Parts, int]:
     """Reads, checks and splits the records by id (see the module docstring): each part's
     own records, the lasting corrections copied to it, and the rows read."""
-    _allow_open_files(count)
+    allow_open_files(count)
     directory = run.spill if count > 1 else None
     home = Parts("records", count, directory)
     copies = Parts("copies", count, directory)
-    run.cleanup.callback(home.close)
-    run.cleanup.callback(copies.close)
+    run.cleanup.callback(home.close, discard=True)
+    run.cleanup.callback(copies.close, discard=True)
     ids = IdBuckets("records", run.spill)
     run.cleanup.callback(ids.close)
     read = 0
@@ -311,8 +309,8 @@ def _normalize_each(home: Parts, copies: Parts, *, micros: int, forgets: Any, ru
         size = (own.nbytes + copies.bytes[part]) * NORMALIZE_FACTOR
         if size > run.budget:
             raise MemoryLimitError(
-                f"a part of the store needs about {_shown_bytes(size)} to normalise, more"
-                f" than the memory limit leaves ({_shown_bytes(run.budget)});"
+                f"a part of the store needs about {shown_bytes(size)} to normalise, more"
+                f" than the memory limit leaves ({shown_bytes(run.budget)});"
                 " raise memory_limit or parts"
             )
         whole = own

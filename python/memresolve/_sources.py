@@ -22,6 +22,7 @@ from memresolve._arrow_input import (
     pyarrow_module,
     validated,
 )
+from memresolve._background import read_ahead
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
@@ -103,9 +104,14 @@ class Source:
         if self._dataset is None:
             yield from self._stream_batches()
             return
+        # Decoding the next batches (GIL released) overlaps the caller's work on this one.
+        with read_ahead(self._file_batches(self._dataset)) as batches:
+            yield from batches
+
+    def _file_batches(self, dataset: list[tuple[str, Any]]) -> Iterator[tuple[str, int, Any]]:
         pa = pyarrow_module()
         rows = 0
-        for name, metadata in self._dataset:
+        for name, metadata in dataset:
             self._files.append((name, rows))
             offset = 0
             # Each file is read with its own columns and types, and checked as it is

@@ -3,7 +3,8 @@
 ``Parts`` holds the rows routed to each part of one input table (records,
 contexts or tombstones): in memory when the job has one part, else in one
 Arrow IPC stream per part (zstd: measured three times as fast as lz4 on
-these columns, and smaller), in a private temporary directory.
+these columns, and smaller), in a private temporary directory, written on a
+thread of their own (``_background``) while the next batch is routed.
 ``IdBuckets`` holds the 128-bit hash and row of every id, bucketed by hash,
 so that ids can be checked unique across the whole input with one bucket in
 memory at a time. Both only ever hold the columns resolution reads.
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memresolve._arrow_input import pyarrow_module
+from memresolve._background import InOrder
 
 __all__ = ["IdBuckets", "Parts"]
 
@@ -46,6 +48,8 @@ class Parts:
         self._writers: dict[int, Any] = {}
         self._sinks: dict[int, Any] = {}
         self._memory: dict[int, list[Any]] = {}
+        #: Spill writes, in order, off the routing thread (batches waiting: bounded).
+        self._background = None if directory is None else InOrder("spill", depth=8)
 
     def _path(self, part: int) -> Path:
         assert self.directory is not None
@@ -61,43 +65,80 @@ class Parts:
             return
         stops = np.frombuffer(ends, dtype=np.uint32).astype(np.int64)
         starts = np.concatenate(([0], stops[:-1]))
-        for part in np.flatnonzero(stops > starts):
-            self.add(int(part), batch.take(taken[starts[part] : stops[part]]))
+        if self._background is None:
+            for part in np.flatnonzero(stops > starts):
+                self.add(int(part), batch.take(taken[starts[part] : stops[part]]))
+            return
+        # Spilled: each part's rows are copied out on the spill thread, as they are written.
+        batch = self._conformed(batch)
+        for part in np.flatnonzero(stops > starts).tolist():
+            rows = taken[starts[part] : stops[part]]
+            self.rows[part] += len(rows)
+            self._background.submit(self._take_and_write, part, batch, rows)
 
     def add(self, part: int, batch: Any) -> None:
         """Appends ``batch`` (rows of this table) to ``part``."""
-        pa = pyarrow_module()
+        batch = self._conformed(batch)
+        self.rows[part] += batch.num_rows
+        if self._background is None:
+            self.bytes[part] += batch.nbytes
+            self._memory.setdefault(part, []).append(batch)
+            return
+        self._background.submit(self._write, part, batch)
+
+    def _conformed(self, batch: Any) -> Any:
+        """``batch`` in this table's schema (its first batch's)."""
         if self._schema is None:
             self._schema = batch.schema
         elif batch.schema != self._schema:
-            batch = pa.RecordBatch.from_arrays(
+            batch = pyarrow_module().RecordBatch.from_arrays(
                 [
                     column.cast(field.type)
                     for column, field in zip(batch.columns, self._schema, strict=True)
                 ],
                 schema=self._schema,
             )
-        self.rows[part] += batch.num_rows
+        return batch
+
+    def _take_and_write(self, part: int, batch: Any, rows: Any) -> None:
+        self._write(part, batch.take(rows))
+
+    def _write(self, part: int, batch: Any) -> None:
+        """Appends ``batch`` to the spill file of ``part`` (on the spill thread; ``bytes``
+        is counted there too, and read once the spill is closed)."""
         self.bytes[part] += batch.nbytes
-        if self.directory is None:
-            self._memory.setdefault(part, []).append(batch)
-            return
         writer = self._writers.get(part)
         if writer is None:
+            pa = pyarrow_module()
             sink = pa.OSFile(str(self._path(part)), "wb")
             options = pa.ipc.IpcWriteOptions(compression="zstd")
             writer = pa.ipc.new_stream(sink, self._schema, options=options)
             self._writers[part], self._sinks[part] = writer, sink
         writer.write_batch(batch)
 
-    def close(self) -> None:
-        """Finishes every spill file (call once all rows are added)."""
-        for writer in self._writers.values():
-            writer.close()
-        for sink in self._sinks.values():
-            sink.close()
-        self._writers.clear()
-        self._sinks.clear()
+    def close(self, *, discard: bool = False) -> None:
+        """Finishes every spill file (call once all rows are added); raises a failed write.
+
+        ``discard``: the job failed; its files are dropped, and nothing more is raised.
+        """
+        background, self._background = self._background, None
+        if background is not None:
+            try:
+                if not discard:
+                    background.wait()
+            finally:
+                background.close()
+        try:
+            for writer in self._writers.values():
+                writer.close()
+            for sink in self._sinks.values():
+                sink.close()
+        except Exception:
+            if not discard:
+                raise
+        finally:
+            self._writers.clear()
+            self._sinks.clear()
 
     def spilled_bytes(self) -> int:
         """The size of the spill files on disk."""
@@ -154,16 +195,20 @@ class IdBuckets:
         """Appends the ids of rows ``first_row..`` (``hashes``: two ``u64`` per row)."""
         np = _numpy()
         halves = np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 2)
+        # Bucket numbers as bytes: numpy's stable sort of bytes is a radix sort, four
+        # times as fast as the merge sort it does for wider integers.
+        small = np.uint8 if self.buckets <= 256 else np.uint32
+        bucket_of = (halves[:, 0] % np.uint64(self.buckets)).astype(small)
+        order = np.argsort(bucket_of, kind="stable")  # rows stay in order within a bucket
         entries = np.empty(len(halves), dtype=_ID_DTYPE)
-        entries["high"], entries["low"] = halves[:, 0], halves[:, 1]
-        entries["row"] = np.arange(first_row, first_row + len(halves), dtype=np.uint64)
-        bucket_of = (entries["high"] % np.uint64(self.buckets)).astype(np.int64)
-        entries = entries[np.argsort(bucket_of, kind="stable")]
+        entries["high"], entries["low"] = halves[order, 0], halves[order, 1]
+        entries["row"] = order.astype(np.uint64) + np.uint64(first_row)
         ends = np.cumsum(np.bincount(bucket_of, minlength=self.buckets))
+        data = memoryview(entries.view(np.uint8))
         start = 0
         for bucket, end in enumerate(ends.tolist()):
             if end > start:
-                self._files[bucket].write(entries[start:end].tobytes())
+                self._files[bucket].write(data[start * entries.itemsize : end * entries.itemsize])
             start = end
         self.count += len(halves)
 

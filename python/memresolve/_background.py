@@ -1,0 +1,97 @@
+"""Work the batch jobs hand to one other thread, so that reading, routing and writing overlap.
+
+Decoding Parquet, compressing spill batches and writing Parquet all run in
+pyarrow's C++ with the GIL released, as does the native router: on the jobs'
+single main thread they ran one after another, leaving a core idle. Each
+helper here runs its calls on one thread, in the order given, with a bounded
+number waiting (so memory stays bounded), and hands any failure back to the
+caller at the point where it would have surfaced without the thread.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ["InOrder", "read_ahead"]
+
+T = TypeVar("T")
+
+_END: Any = object()
+
+
+@contextmanager
+def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[Iterator[T]]:
+    """``items``, with up to ``depth`` of them produced ahead on another thread.
+
+    Items come in their order; an exception ``items`` raises comes where it
+    was raised among them. Leaving the block (done, failed or interrupted)
+    waits for the item being produced, drops the rest and closes ``items``
+    on this thread.
+    """
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memresolve-read")
+
+    def produce() -> Any:
+        return next(items, _END)
+
+    def consume() -> Iterator[T]:
+        pending = deque(executor.submit(produce) for _ in range(max(1, depth)))
+        while True:
+            item = pending.popleft().result()
+            if item is _END:
+                return
+            pending.append(executor.submit(produce))
+            yield item
+
+    try:
+        yield consume()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+
+
+class InOrder:
+    """Calls run one after another on one thread, in the order submitted.
+
+    At most ``depth`` wait at a time: ``submit`` blocks until the oldest is
+    done when more would. The first failure is raised by the next ``submit``
+    or by ``wait``; the calls queued after it are dropped.
+    """
+
+    def __init__(self, name: str, depth: int = 4) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"memresolve-{name}")
+        self._depth = max(1, depth)
+        self._pending: deque[Future[Any]] = deque()
+
+    def submit(self, call: Callable[..., Any], *arguments: Any) -> None:
+        while self._pending and (len(self._pending) >= self._depth or self._pending[0].done()):
+            self._settle_oldest()
+        self._pending.append(self._executor.submit(call, *arguments))
+
+    def wait(self) -> None:
+        """Returns once every call submitted is done; raises the first failure."""
+        while self._pending:
+            self._settle_oldest()
+
+    def close(self) -> None:
+        """Drops the calls not started and waits for the one running (failures are dropped:
+        call ``wait`` first to see them)."""
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _settle_oldest(self) -> None:
+        oldest = self._pending.popleft()
+        try:
+            oldest.result()
+        except BaseException:
+            for future in self._pending:
+                future.cancel()
+            self._pending.clear()
+            raise

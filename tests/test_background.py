@@ -1,0 +1,177 @@
+"""The batch jobs' other threads: order, failures where they belong, nothing left running.
+
+``read_ahead`` decodes the next Parquet batches while the job routes one;
+``InOrder`` writes spill batches behind it; ``resolve_dataset`` reads the
+next part and writes the last output while a part resolves. A failure on
+any of those threads must reach the caller as if there were no thread, and
+a failed job must leave no output, spill or thread behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import memresolve as mr
+from memresolve import _dataset, _spill
+from memresolve._background import InOrder, read_ahead
+from memresolve.testing.batch_store import Written, write_parquet
+
+
+def _our_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("memresolve-")]
+
+
+def test_read_ahead_gives_every_item_in_order() -> None:
+    with read_ahead(iter(range(100)), depth=3) as items:
+        assert list(items) == list(range(100))
+    assert _our_threads() == []
+
+
+def test_read_ahead_raises_a_failure_after_the_items_before_it() -> None:
+    def failing() -> Iterator[int]:
+        yield 1
+        yield 2
+        raise ValueError("third")
+
+    seen: list[int] = []
+    with pytest.raises(ValueError, match="third"), read_ahead(failing()) as items:
+        seen.extend(items)
+    assert seen == [1, 2]
+
+
+def test_leaving_read_ahead_early_closes_the_items_on_this_thread() -> None:
+    closed_on: list[str] = []
+
+    def items() -> Iterator[int]:
+        try:
+            yield from range(1_000)
+        finally:
+            closed_on.append(threading.current_thread().name)
+
+    with read_ahead(items(), depth=2) as ahead:
+        assert next(ahead) == 0
+    assert closed_on == [threading.current_thread().name]
+    assert _our_threads() == []
+
+
+def test_in_order_runs_calls_in_order_and_waits_for_them() -> None:
+    done: list[int] = []
+
+    def call(n: int) -> None:
+        time.sleep(0.001)
+        done.append(n)
+
+    background = InOrder("test", depth=2)
+    for n in range(20):
+        background.submit(call, n)
+    background.wait()
+    background.close()
+    assert done == list(range(20))
+    assert _our_threads() == []
+
+
+def test_in_order_raises_the_first_failure_and_drops_what_follows() -> None:
+    ran: list[int] = []
+
+    def call(n: int) -> None:
+        if n == 3:
+            raise OSError("disk full")
+        ran.append(n)
+
+    background = InOrder("test", depth=50)
+    for n in range(10):
+        background.submit(call, n)
+    with pytest.raises(OSError, match="disk full"):
+        background.wait()
+    background.wait()  # raised once: nothing is left to raise
+    background.close()
+    assert ran[:3] == [0, 1, 2]
+    assert 3 not in ran
+
+
+@pytest.fixture(scope="module")
+def store_files(tmp_path_factory: pytest.TempPathFactory) -> Written:
+    return write_parquet(tmp_path_factory.mktemp("store"), 20_000, seed=5, chunk_records=5_000)
+
+
+def _job(store: Written, out: Path, spill: Path) -> Any:
+    return mr.resolve_dataset(
+        store.records,
+        store.contexts,
+        out,
+        tombstones=store.tombstones,
+        parts=4,
+        spill_directory=spill,
+    )
+
+
+def test_a_spill_write_that_fails_fails_the_job_and_leaves_nothing(
+    store_files: Written, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = _spill.Parts._write
+    writes = 0
+
+    def failing_write(self: Any, part: int, batch: Any) -> None:
+        nonlocal writes
+        writes += 1
+        if writes == 5:
+            raise OSError(28, "No space left on device")
+        real_write(self, part, batch)
+
+    monkeypatch.setattr(_spill.Parts, "_write", failing_write)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with pytest.raises(OSError, match="No space left"):
+        _job(store_files, tmp_path / "out", spill)
+    assert list(spill.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spill"]
+    assert _our_threads() == []
+
+
+def test_an_output_write_that_fails_fails_the_job_and_leaves_nothing(
+    store_files: Written, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = _dataset._write_parquet
+    writes = 0
+
+    def failing_write(table: Any, path: Path) -> None:
+        nonlocal writes
+        writes += 1
+        if writes == 2:
+            raise OSError(28, "No space left on device")
+        real_write(table, path)
+
+    monkeypatch.setattr(_dataset, "_write_parquet", failing_write)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with pytest.raises(OSError, match="No space left"):
+        _job(store_files, tmp_path / "out", spill)
+    assert writes >= 2
+    assert list(spill.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spill"]
+    assert _our_threads() == []
+
+
+def test_a_job_with_overlapped_parts_equals_one_without(
+    store_files: Written, tmp_path: Path
+) -> None:
+    """Reading a part ahead and writing the last behind change nothing in the output."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    summary = _job(store_files, tmp_path / "out", spill)
+    assert summary.parts >= 2
+    whole = mr.resolve_batch(
+        pq.read_table(store_files.records),
+        pq.read_table(store_files.contexts),
+        tombstones=pq.read_table(store_files.tombstones),
+    )
+    written = pq.read_table(tmp_path / "out")
+    assert sorted(written.to_pylist(), key=str) == sorted(whole.to_pylist(), key=str)
+    assert _our_threads() == []
