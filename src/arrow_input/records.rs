@@ -5,7 +5,7 @@
 use foldhash::fast::FixedState;
 
 use super::scopes::{index_scopes, intern_id_column, InternedColumn};
-use super::{run_all, Checked, Table, Task};
+use super::{run_all, Checked, Table, Task, PARALLEL_FROM};
 use crate::batch::ids::{index_ids, IdIndex};
 use crate::batch::intern::{KeyRanks, Numbering, NO_ROW};
 use crate::batch::Store;
@@ -73,21 +73,32 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
     let observed_at = ran(observed_at)??;
     ran(confidences)??;
 
-    // Then the scope ids row by row, then unique record ids.
+    // Then the scope ids row by row, then unique record ids: the two indexes
+    // are independent, so they are built at once (each is a sequential pass
+    // over every row), and a bad scope is reported before a repeated id.
     let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] =
         id_columns;
-    let (scopes, scope_numbers, slots) = index_scopes(
-        table,
-        &kinds,
-        [&users, &characters, &conversations, &scenes],
-        [
-            &user_numbers,
-            &character_numbers,
-            &conversation_numbers,
-            &scene_numbers,
-        ],
-    )?;
-    let targets = match index_ids(&ids, &supersedes) {
+    let build_scopes = || {
+        index_scopes(
+            table,
+            &kinds,
+            [&users, &characters, &conversations, &scenes],
+            [
+                &user_numbers,
+                &character_numbers,
+                &conversation_numbers,
+                &scene_numbers,
+            ],
+        )
+    };
+    let build_ids = || index_ids(&ids, &supersedes);
+    let (scopes, targets) = if table.rows() >= PARALLEL_FROM {
+        rayon::join(build_scopes, build_ids)
+    } else {
+        (build_scopes(), build_ids())
+    };
+    let (scopes, scope_numbers, slots) = scopes?;
+    let targets = match targets {
         IdIndex::Unique(targets) => targets,
         IdIndex::Duplicate(earlier, row) => return Err(duplicate_id(table, &ids, earlier, row)),
     };

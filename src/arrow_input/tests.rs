@@ -240,6 +240,60 @@ fn column_rules_come_before_scope_rules_before_unique_ids() {
     assert_eq!(records_error(columns).0, ErrorKind::UnknownValue);
 }
 
+/// `rows` user records of distinct ids, but row 1 repeats row 0's id; the
+/// last row is a scene record, with its scene id or without.
+fn a_repeated_id_and_a_scene(rows: usize, scene_id: Option<&str>) -> Columns {
+    let last = rows - 1;
+    let per_row = |value: &dyn Fn(usize) -> Option<String>| -> ArrayRef {
+        Arc::new((0..rows).map(value).collect::<StringArray>())
+    };
+    let on_last = |value: Option<&str>| -> ArrayRef {
+        let mut values = vec![None; rows];
+        values[last] = value;
+        Arc::new(StringArray::from(values))
+    };
+    vec![
+        (
+            "id",
+            per_row(&|row| Some(format!("m{}", if row == 1 { 0 } else { row }))),
+        ),
+        ("key", per_row(&|_| Some("pet".to_owned()))),
+        (
+            "scope_kind",
+            per_row(&|row| Some(if row == last { "scene" } else { "user" }.to_owned())),
+        ),
+        ("user_id", per_row(&|_| Some("u1".to_owned()))),
+        ("character_id", per_row(&|_| None)),
+        ("conversation_id", on_last(Some("k1"))),
+        ("scene_id", on_last(scene_id)),
+        ("status", per_row(&|_| Some("active".to_owned()))),
+        ("authority", per_row(&|_| Some("user-corrected".to_owned()))),
+        (
+            "valid_from",
+            Arc::new(TimestampMicrosecondArray::from(vec![1_i64; rows]).with_timezone("UTC")),
+        ),
+        ("supersedes", per_row(&|_| None)),
+        ("version", Arc::new(Int64Array::from(vec![1_i64; rows]))),
+    ]
+}
+
+#[test]
+fn a_bad_scope_is_reported_before_a_repeated_id_below_and_above_the_parallel_size() {
+    // From `PARALLEL_FROM` rows on, the scope index and the id index are built at once.
+    for rows in [4, super::PARALLEL_FROM + 7] {
+        let (kind, column, row, _) = records_error(a_repeated_id_and_a_scene(rows, None));
+        assert_eq!(
+            (kind, column.as_str(), row),
+            (ErrorKind::Missing, "scene_id", Some(rows - 1))
+        );
+        let (kind, column, row, id) = records_error(a_repeated_id_and_a_scene(rows, Some("s1")));
+        assert_eq!(
+            (kind, column.as_str(), row, id.as_deref()),
+            (ErrorKind::DuplicateId, "id", Some(1), Some("m0"))
+        );
+    }
+}
+
 #[test]
 fn contexts_and_tombstones_are_read_in_row_order() {
     let contexts = [batch(vec![
