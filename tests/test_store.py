@@ -819,6 +819,62 @@ def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates
     assert len(prepared) == 3, "200 new records: prepared again, not grown"
 
 
+@pytest.mark.parametrize("path", [None, "file"])
+def test_an_erasure_and_normalize_prepare_again_only_the_contexts_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str | None
+) -> None:
+    """Erasing a user prepares again only that user's contexts; normalising, only the
+    contexts that see a scope whose statuses it wrote. Every context still resolves as
+    the reference does over what the store holds."""
+    store = mr.MemoryStore(tmp_path / "m.db" if path else None)
+    prepared: list[str] = []
+    real_prepare = store._cache._prepare
+
+    def counting(records: Any, tombstones: Any) -> Any:
+        prepared.append(",".join(sorted({scope_id(r.scope) for r in records})))
+        return real_prepare(records, tombstones)
+
+    monkeypatch.setattr(store._cache, "_prepare", counting)
+    # u1 and u2 share conversation k1 (unowned); u3 is alone in k3.
+    contexts = {
+        user: mr.RetrievalContext(
+            now=_t(30), user_id=user, character_id="c1", conversation_id=conversation
+        )
+        for user, conversation in (("u1", "k1"), ("u2", "k1"), ("u3", "k3"))
+    }
+    store.add(
+        [
+            _record("u1-old", scope=mr.UserScope("u1"), valid_from=_t(1)),
+            _record("u1-new", scope=mr.UserScope("u1"), valid_from=_t(2), supersedes="u1-old"),
+            _record("u1-k1", key="k1.topic", scope=mr.ConversationScope("k1", user_id="u1")),
+            _record("k1-shared", key="k1.place", scope=mr.ConversationScope("k1")),
+            _record("u2-pet", scope=mr.UserScope("u2")),
+            _record("u3-ends", scope=mr.UserScope("u3"), valid_until=_t(10)),
+            _record("u3-pet", key="pet.kind", scope=mr.CharacterScope("u3", "c1")),
+        ]
+    )
+
+    def resolve_all() -> None:
+        for context in contexts.values():
+            assert store.resolve(context) == _store_view(store, context)
+
+    resolve_all()
+    assert len(prepared) == 3
+    erased = store.erase_user("u1")
+    assert erased == mr.ErasedUser(records=3, tombstones=0)
+    resolve_all()
+    assert len(prepared) == 4, "only u1's context is prepared again"
+    assert prepared[-1] == "conversation:k1", "u1's records are gone, the shared one is not"
+    # At day 20 u3's record has expired: only u3's context sees that scope.
+    changes = store.normalize(_t(20))
+    assert [(c.record_id, c.new_status) for c in changes] == [("u3-ends", mr.Status.EXPIRED)]
+    resolve_all()
+    assert len(prepared) == 5, "only u3's context is prepared again"
+    assert len(store.normalize(_t(20))) == 0
+    resolve_all()
+    assert len(prepared) == 5
+
+
 def test_ready_candidates_outlive_the_scopes_they_were_read_from(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -374,8 +374,8 @@ class MemoryStore:
                 "UPDATE records SET status = ? WHERE id = ? AND status = 'active'",
                 [(change.new_status.value, change.record_id) for change in result],
             )
-            if len(result):
-                self._cache.clear()
+            scope_of = {row["id"]: row["scope_id"] for row in rows}
+            self._cache.drop_scopes({scope_of[change.record_id] for change in result})
         return result
 
     def erase_user(self, user_id: str) -> ErasedUser:
@@ -388,7 +388,7 @@ class MemoryStore:
             tombstones = connection.execute(
                 "DELETE FROM tombstones WHERE user_id = ?", (user,)
             ).rowcount
-            self._cache.clear()
+            self._cache.drop_user(user)
         return ErasedUser(records=records, tombstones=tombstones)
 
     # -- reads -----------------------------------------------------------------

@@ -9,8 +9,10 @@ added to the ready candidates of the contexts that see their scope (``Prepared.e
 the native set grows by the new rows, it is not prepared again), unless there are so many
 that preparing again costs less. A forget is applied the same way (``Prepared.forgotten``:
 the tombstone raises its group's bound, and the records it erased take their stored
-records' places). The store clears everything for changes across many scopes (an erasure,
-``normalize``, another process's commit).
+records' places). An erasure drops only what its user's contexts see, ``normalize`` only
+the scopes whose statuses it wrote (and the contexts that see them): other users' turns
+stay ready. Another process's commit clears everything (this process cannot tell what it
+changed).
 """
 
 from __future__ import annotations
@@ -66,10 +68,24 @@ class StoreCache:
         self._scopes.clear()
         self._turns.clear()
 
-    def drop(self, scope: str) -> None:
-        """Forgets what is held of ``scope`` (read again on next use)."""
-        self._scopes.pop(scope, None)
-        for key in [key for key, (_, scopes) in self._turns.items() if scope in scopes]:
+    def drop_scopes(self, changed: set[str]) -> None:
+        """Forgets what is held of the ``changed`` scopes, and the ready candidates of
+        every context that sees one of them (read and prepared again on next use)."""
+        for scope in changed:
+            self._scopes.pop(scope, None)
+        for key in [k for k, (_, scopes) in self._turns.items() if not scopes.isdisjoint(changed)]:
+            del self._turns[key]
+
+    def drop_user(self, user_id: str) -> None:
+        """Forgets the scopes ``user_id`` owns and the ready candidates of its contexts:
+        the only contexts that see a scope a user owns are that user's (``docs/spec.md``
+        §4.3), and an unowned scope holds none of its rows."""
+        for scope, rows in list(self._scopes.items()):
+            # Every scope has ``user_id``: the user, or the owner (None when unowned).
+            scopes = [r.scope for r in rows.records] + [t.scope for t in rows.tombstones]
+            if any(scope.user_id == user_id for scope in scopes):
+                del self._scopes[scope]
+        for key in [key for key in self._turns if key[0] == user_id]:
             del self._turns[key]
 
     def append(self, added: Sequence[tuple[str, MemoryRecord]]) -> None:
