@@ -159,6 +159,62 @@ def test_an_output_write_that_fails_fails_the_job_and_leaves_nothing(
     assert _our_threads() == []
 
 
+def test_an_interrupt_while_waiting_for_a_thread_still_waits_and_is_raised_after() -> None:
+    """A second Ctrl-C while cleanup waits for a writer must not abandon the writer:
+    it would go on writing into a directory being removed."""
+    finished = threading.Event()
+    executor = InOrder("slow")
+
+    def slow() -> None:
+        time.sleep(0.2)
+        finished.set()
+
+    executor.submit(slow)
+    real_shutdown = executor._executor.shutdown
+    calls = 0
+
+    def interrupted_once(wait: bool = True, *, cancel_futures: bool = False) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise KeyboardInterrupt
+        real_shutdown(wait=wait, cancel_futures=cancel_futures)
+
+    executor._executor.shutdown = interrupted_once  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        executor.close()
+    assert calls == 2
+    assert finished.is_set(), "the running call finished before close returned"
+    assert _our_threads() == []
+
+
+def test_a_job_whose_cleanup_is_interrupted_still_leaves_nothing(
+    store_files: Written, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the middle of the job, and again while its threads are stopped: the
+    spill and the partial output are removed all the same, and no thread is left."""
+    real_write = _dataset._write_parquet
+    real_stop = _dataset._Job.stop
+
+    def interrupting_write(table: Any, path: Path) -> None:
+        real_write(table, path)
+        raise KeyboardInterrupt
+
+    def interrupted_stop(self: Any) -> None:
+        real_stop(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_dataset, "_write_parquet", interrupting_write)
+    monkeypatch.setattr(_dataset._Job, "stop", interrupted_stop)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        _job(store_files, tmp_path / "out", spill)
+    assert list(spill.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spill"]
+    assert _our_threads() == []
+
+
 def test_a_job_with_overlapped_parts_equals_one_without(
     store_files: Written, tmp_path: Path
 ) -> None:
@@ -174,4 +230,31 @@ def test_a_job_with_overlapped_parts_equals_one_without(
     )
     written = pq.read_table(tmp_path / "out")
     assert sorted(written.to_pylist(), key=str) == sorted(whole.to_pylist(), key=str)
+    assert _our_threads() == []
+
+
+def test_in_order_holds_at_most_its_weight_waiting() -> None:
+    """``submit`` waits for older calls once the weight they keep alive would pass the
+    limit, yet always takes one call, however heavy."""
+    gate = threading.Event()
+    started: list[int] = []
+    work = InOrder("weighed", depth=8, max_weight=100)
+
+    def call(n: int) -> None:
+        started.append(n)
+        gate.wait(5)
+
+    work.submit(call, 0, weight=60)
+    work.submit(call, 1, weight=40)
+    blocked = threading.Thread(target=work.submit, args=(call, 2), kwargs={"weight": 30})
+    blocked.start()
+    time.sleep(0.2)
+    assert blocked.is_alive(), "a third call would hold 130 of at most 100"
+    gate.set()
+    blocked.join(5)
+    assert not blocked.is_alive()
+    work.submit(call, 3, weight=500)
+    work.wait()
+    assert started == [0, 1, 2, 3]
+    work.close()
     assert _our_threads() == []

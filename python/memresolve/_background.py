@@ -16,11 +16,27 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["InOrder", "read_ahead"]
+__all__ = ["InOrder", "read_ahead", "shut_down"]
 
 T = TypeVar("T")
 
 _END: Any = object()
+
+
+def shut_down(executor: ThreadPoolExecutor) -> None:
+    """Drops the calls ``executor`` has not started and waits for the one running, even
+    through Ctrl-C: the files it writes must be closed before the caller removes their
+    directory. An interrupt received while waiting is raised once the thread is done."""
+    interrupted: KeyboardInterrupt | None = None
+    while True:
+        try:
+            executor.shutdown(wait=True, cancel_futures=True)
+        except KeyboardInterrupt as error:
+            interrupted = error
+            continue
+        break
+    if interrupted is not None:
+        raise interrupted
 
 
 @contextmanager
@@ -49,7 +65,7 @@ def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[Iterator[T]]:
     try:
         yield consume()
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+        shut_down(executor)
         close = getattr(items, "close", None)
         if close is not None:
             close()
@@ -58,20 +74,28 @@ def read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[Iterator[T]]:
 class InOrder:
     """Calls run one after another on one thread, in the order submitted.
 
-    At most ``depth`` wait at a time: ``submit`` blocks until the oldest is
-    done when more would. The first failure is raised by the next ``submit``
-    or by ``wait``; the calls queued after it are dropped.
+    At most ``depth`` wait at a time, holding at most ``max_weight`` between them (each
+    call's ``weight``: the bytes it keeps alive until it runs); ``submit`` blocks until
+    the oldest is done when more would. The first failure is raised by the next
+    ``submit`` or by ``wait``; the calls queued after it are dropped.
     """
 
-    def __init__(self, name: str, depth: int = 4) -> None:
+    def __init__(self, name: str, depth: int = 4, max_weight: int | None = None) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"memresolve-{name}")
         self._depth = max(1, depth)
-        self._pending: deque[Future[Any]] = deque()
+        self._max_weight = max_weight
+        self._pending: deque[tuple[Future[Any], int]] = deque()
+        self._weight = 0
 
-    def submit(self, call: Callable[..., Any], *arguments: Any) -> None:
-        while self._pending and (len(self._pending) >= self._depth or self._pending[0].done()):
+    def submit(self, call: Callable[..., Any], *arguments: Any, weight: int = 0) -> None:
+        while self._pending and (
+            len(self._pending) >= self._depth
+            or self._pending[0][0].done()
+            or (self._max_weight is not None and self._weight + weight > self._max_weight)
+        ):
             self._settle_oldest()
-        self._pending.append(self._executor.submit(call, *arguments))
+        self._pending.append((self._executor.submit(call, *arguments), weight))
+        self._weight += weight
 
     def wait(self) -> None:
         """Returns once every call submitted is done; raises the first failure."""
@@ -81,17 +105,20 @@ class InOrder:
     def close(self) -> None:
         """Drops the calls not started and waits for the one running (failures are dropped:
         call ``wait`` first to see them)."""
-        for future in self._pending:
-            future.cancel()
-        self._pending.clear()
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self._drop_pending()
+        shut_down(self._executor)
 
     def _settle_oldest(self) -> None:
-        oldest = self._pending.popleft()
+        oldest, weight = self._pending.popleft()
+        self._weight -= weight
         try:
             oldest.result()
         except BaseException:
-            for future in self._pending:
-                future.cancel()
-            self._pending.clear()
+            self._drop_pending()
             raise
+
+    def _drop_pending(self) -> None:
+        for future, _ in self._pending:
+            future.cancel()
+        self._pending.clear()
+        self._weight = 0

@@ -28,6 +28,7 @@ from memresolve import _arguments as arguments
 from memresolve import _backend, _kernels
 from memresolve import _validate as check
 from memresolve._arrow_input import pyarrow_module
+from memresolve._background import shut_down
 from memresolve._canonical import canonical, canonical_schema, read_columns
 from memresolve._job_limits import (
     BASELINE_BYTES,
@@ -295,8 +296,10 @@ class _Job:
     def stop(self) -> None:
         """Stops the reader and writer threads (the job is over, whatever its outcome)."""
         self.writing = None
-        for executor in (self.reader, self.writer):
-            executor.shutdown(wait=True, cancel_futures=True)
+        try:
+            shut_down(self.reader)
+        finally:
+            shut_down(self.writer)
 
     def finish(self) -> None:
         """Writes one file with no rows when nothing else was, so the output has its columns."""
@@ -314,6 +317,9 @@ class _Job:
 
     def _split(self, parts: _PartSet, part: int, depth: int) -> None:
         """Splits one part in several by owner (a new seed), then resolves those."""
+        # Reading the part's tables to split it may take the whole budget: the last
+        # output must be written first, not held beside them.
+        self._written()
         contexts = parts.contexts.table(part, self.schemas["contexts"])
         owners = contexts.column("user_id").unique()
         if len(owners) == 1 or depth >= MAX_SPLITS:
@@ -474,6 +480,9 @@ def resolve_dataset(
     spill = Path(tempfile.mkdtemp(prefix="memresolve-spill-", dir=spill_directory))
     partial = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
     cleanup = ExitStack()
+    # Registered first, so run last, whatever the callbacks after them raise.
+    cleanup.callback(shutil.rmtree, partial, ignore_errors=True)
+    cleanup.callback(shutil.rmtree, spill, ignore_errors=True)
     try:
         job = _Job(native, budget, spill, partial, options, progress, cleanup, total_parts=count)
         cleanup.callback(job.stop)  # before the partial output is removed
@@ -505,8 +514,6 @@ def resolve_dataset(
         _publish(partial, target, overwrite)
     finally:
         cleanup.close()
-        shutil.rmtree(spill, ignore_errors=True)
-        shutil.rmtree(partial, ignore_errors=True)
     return DatasetSummary(
         output=str(target),
         records=n_records,

@@ -16,13 +16,15 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from memresolve._arrow_input import pyarrow_module
 from memresolve._background import InOrder
 
 __all__ = ["IdBuckets", "Parts"]
 
+#: Bytes of input batches the spill thread may keep alive while they wait to be written.
+SPILL_QUEUE_BYTES: Final = 64 * 2**20
 #: One id: its hash (two halves) and its row in the input.
 _ID_DTYPE = [("high", "<u8"), ("low", "<u8"), ("row", "<u8")]
 
@@ -48,8 +50,11 @@ class Parts:
         self._writers: dict[int, Any] = {}
         self._sinks: dict[int, Any] = {}
         self._memory: dict[int, list[Any]] = {}
-        #: Spill writes, in order, off the routing thread (batches waiting: bounded).
-        self._background = None if directory is None else InOrder("spill", depth=8)
+        #: Spill writes, in order, off the routing thread (the batches they keep alive:
+        #: bounded in number and bytes, within what the jobs set aside for batches in flight).
+        self._background = (
+            None if directory is None else InOrder("spill", depth=8, max_weight=SPILL_QUEUE_BYTES)
+        )
 
     def _path(self, part: int) -> Path:
         assert self.directory is not None
@@ -74,7 +79,9 @@ class Parts:
         for part in np.flatnonzero(stops > starts).tolist():
             rows = taken[starts[part] : stops[part]]
             self.rows[part] += len(rows)
-            self._background.submit(self._take_and_write, part, batch, rows)
+            # Each part's call keeps the batch alive: it weighs its share of it.
+            share = batch.nbytes * len(rows) // max(1, batch.num_rows)
+            self._background.submit(self._take_and_write, part, batch, rows, weight=share)
 
     def add(self, part: int, batch: Any) -> None:
         """Appends ``batch`` (rows of this table) to ``part``."""
@@ -84,7 +91,7 @@ class Parts:
             self.bytes[part] += batch.nbytes
             self._memory.setdefault(part, []).append(batch)
             return
-        self._background.submit(self._write, part, batch)
+        self._background.submit(self._write, part, batch, weight=batch.nbytes)
 
     def _conformed(self, batch: Any) -> Any:
         """``batch`` in this table's schema (its first batch's)."""
