@@ -13,6 +13,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -873,6 +874,52 @@ def test_an_erasure_and_normalize_prepare_again_only_the_contexts_they_change(
     assert len(store.normalize(_t(20))) == 0
     resolve_all()
     assert len(prepared) == 5
+
+
+class _CommitRolledBack:
+    """A connection whose COMMIT fails as SQLite's does on a full disk or an I/O error:
+    the transaction is rolled back by SQLite itself, then the error is raised."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.fail = False
+
+    def execute(self, sql: str, *arguments: Any) -> Any:
+        if self.fail and sql == "COMMIT":
+            self.connection.execute("ROLLBACK")
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.connection.execute(sql, *arguments)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.connection, name)
+
+
+@pytest.mark.parametrize("write", ["add", "forget", "forget_everywhere"])
+def test_a_write_whose_commit_sqlite_rolls_back_leaves_the_store_as_it_was(
+    tmp_path: Path, write: str
+) -> None:
+    """The write's own error is raised (not "no transaction is active"), nothing is
+    written, and turns resolve what the file holds: a forget applied to the ready
+    candidates before the failed COMMIT must not survive it."""
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1", "Rex", valid_from=_t(1)), _record("m2", "Ada", key="name")])
+    before = store.resolve(CONTEXT)
+    assert [r.value for r in before.active] == ["Ada", "Rex"]
+    failing = _CommitRolledBack(store._connection)
+    store._connection = failing  # type: ignore[assignment]
+    writes: dict[str, Callable[[], object]] = {
+        "add": lambda: store.add([_record("m3", valid_from=_t(2), supersedes="m1")]),
+        "forget": lambda: store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(20)),
+        "forget_everywhere": lambda: store.forget_everywhere("pet.name", CONTEXT, at=_t(20)),
+    }
+    failing.fail = True
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        writes[write]()
+    failing.fail = False
+    assert sorted((r.id, r.value) for r in store.records()) == [("m1", "Rex"), ("m2", "Ada")]
+    assert store.tombstones() == ()
+    assert store.resolve(CONTEXT) == before == _store_view(store, CONTEXT)
+    store.close()
 
 
 def test_ready_candidates_outlive_the_scopes_they_were_read_from(

@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
@@ -214,8 +214,14 @@ class MemoryStore:
                 version = self._read_data_version()
                 connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                # The cache first: a write may have applied itself to it already. SQLite
+                # rolls some failed COMMITs back itself (a full disk, an I/O error), and
+                # then there is no transaction left to roll back; the write's own error
+                # is the one to raise.
                 self._cache.clear()
+                if connection.in_transaction:
+                    with suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
                 raise
             self._data_version = version
             if erases:
