@@ -15,12 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import memresolve as mr
-from memresolve import _dataset, _spill
+from memresolve import _dataset, _sources, _spill
 from memresolve._background import InOrder, read_ahead
+from memresolve._canonical import read_columns
 from memresolve.testing.batch_store import Written, write_parquet
 
 
@@ -258,3 +260,35 @@ def test_in_order_holds_at_most_its_weight_waiting() -> None:
     assert started == [0, 1, 2, 3]
     work.close()
     assert _our_threads() == []
+
+
+def test_wide_rows_are_read_in_fewer_rows_per_batch_and_the_job_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches decoded ahead hold at most about ``BATCH_BYTES`` each, whatever the values'
+    size: every row still comes once, in order, with its offset in its file; and the
+    job's output (values included) equals the in-memory form's."""
+    store = write_parquet(tmp_path / "store", 3_000, seed=9, chunk_records=3_000)
+    records = pq.read_table(store.records)
+    wide = records.set_column(
+        records.schema.get_field_index("value"),
+        "value",
+        pa.array([f"{v}:{'x' * 2_000}" for v in records.column("value").to_pylist()]),
+    )
+    wide_file = tmp_path / "wide.parquet"
+    pq.write_table(wide, wide_file)
+    monkeypatch.setattr(_sources, "BATCH_BYTES", 400_000)
+    monkeypatch.setattr(_sources, "MIN_BATCH_ROWS", 16)
+    source = _sources.Source(wide_file, "records", read_columns("records", True))
+    assert 16 <= source.batch_rows() <= 200
+    seen = 0
+    for _, offset, batch in source.batches():
+        assert offset == seen
+        assert batch.num_rows <= source.batch_rows()
+        seen += batch.num_rows
+    assert seen == wide.num_rows
+    out = tmp_path / "out"
+    mr.resolve_dataset(wide_file, store.contexts, out, with_values=True, parts=3)
+    whole = mr.resolve_batch(wide, pq.read_table(store.contexts), with_values=True)
+    written = pq.read_table(out)
+    assert sorted(written.to_pylist(), key=str) == sorted(whole.to_pylist(), key=str)

@@ -30,6 +30,11 @@ __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
 #: Rows per batch handed to the router: big enough to amortise a call, small
 #: enough that a batch and its routed copies are a few tens of megabytes.
 BATCH_ROWS = 65_536
+#: Fewer rows per Parquet batch when rows are wide (large values read with
+#: ``with_values``): the batches decoded ahead stay within a few of these.
+BATCH_BYTES = 32 * 2**20
+#: Rows per batch, at least (a call into the router has a fixed cost).
+MIN_BATCH_ROWS = 1_024
 #: The ``file`` of rows that came from an Arrow stream rather than a file.
 STREAM = "<stream>"
 
@@ -46,6 +51,7 @@ class Source:
         self._dataset: list[tuple[str, Any]] | None = None
         self._stream: Any = None
         self._table: Any = None  # an input already in memory: rows can be read again
+        self._per_row: float | None = None
         if isinstance(data, str | os.PathLike):
             self._dataset = _parquet_files(Path(data), what)
             self.schema = self._dataset[0][1].schema.to_arrow_schema()
@@ -91,13 +97,25 @@ class Source:
         if self._dataset is None:
             return None
         rows: int = sum(metadata.num_rows for _, metadata in self._dataset)
-        for name, metadata in self._dataset:
-            if metadata.num_rows:
-                with _parquet().ParquetFile(name) as file:
-                    sample = file.read_row_group(0, columns=self.columns).slice(0, 8_192)
-                per_row: float = sample.nbytes / max(1, sample.num_rows)
-                return math.ceil(rows * per_row)
-        return 0
+        return math.ceil(rows * self._bytes_per_row())
+
+    def _bytes_per_row(self) -> float:
+        """Arrow bytes per row of the columns read, from a sample of the first rows."""
+        if self._per_row is None:
+            self._per_row = 0.0
+            for name, metadata in self._dataset or ():
+                if metadata.num_rows:
+                    with _parquet().ParquetFile(name) as file:
+                        sample = file.read_row_group(0, columns=self.columns).slice(0, 8_192)
+                    self._per_row = sample.nbytes / max(1, sample.num_rows)
+                    break
+        return self._per_row
+
+    def batch_rows(self) -> int:
+        """Rows per Parquet batch: ``BATCH_ROWS``, fewer for rows wider than ``BATCH_BYTES``
+        spread over as many."""
+        fitting = int(BATCH_BYTES / max(1.0, self._bytes_per_row()))
+        return max(MIN_BATCH_ROWS, min(BATCH_ROWS, fitting))
 
     def batches(self) -> Iterator[tuple[str, int, Any]]:
         """``(file, first row of the batch within that file, batch)``, in input order."""
@@ -111,6 +129,7 @@ class Source:
     def _file_batches(self, dataset: list[tuple[str, Any]]) -> Iterator[tuple[str, int, Any]]:
         pa = pyarrow_module()
         rows = 0
+        batch_rows = self.batch_rows()
         for name, metadata in dataset:
             self._files.append((name, rows))
             offset = 0
@@ -120,7 +139,7 @@ class Source:
             columns = [column for column in self.wanted if column in present]
             try:
                 with _parquet().ParquetFile(name) as file:
-                    for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+                    for batch in file.iter_batches(batch_size=batch_rows, columns=columns):
                         if batch.num_rows:
                             yield name, offset, batch
                             offset += batch.num_rows
