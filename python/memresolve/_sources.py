@@ -106,7 +106,8 @@ class Source:
             for name, metadata in self._dataset or ():
                 if metadata.num_rows:
                     with _parquet().ParquetFile(name) as file:
-                        sample = file.read_row_group(0, columns=self.columns).slice(0, 8_192)
+                        # The first 8,192 rows, not the whole row group: it may be large.
+                        sample = next(file.iter_batches(batch_size=8_192, columns=self.columns))
                     self._per_row = sample.nbytes / max(1, sample.num_rows)
                     break
         return self._per_row
