@@ -380,8 +380,8 @@ class MemoryStore:
                 "UPDATE records SET status = ? WHERE id = ? AND status = 'active'",
                 [(change.new_status.value, change.record_id) for change in result],
             )
-            scope_of = {row["id"]: row["scope_id"] for row in rows}
-            self._cache.drop_scopes({scope_of[change.record_id] for change in result})
+            changed = {change.record_id for change in result}
+            self._cache.drop_scopes({row["scope_id"] for row in rows if row["id"] in changed})
         return result
 
     def erase_user(self, user_id: str) -> ErasedUser:

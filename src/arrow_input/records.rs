@@ -74,8 +74,9 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
     ran(confidences)??;
 
     // Then the scope ids row by row, then unique record ids: the two indexes
-    // are independent, so they are built at once (each is a sequential pass
-    // over every row), and a bad scope is reported before a repeated id.
+    // are independent, so on large tables they are built at once (the scope
+    // index is one sequential pass), and a bad scope is reported before a
+    // repeated id either way.
     let [(users, user_numbers), (characters, character_numbers), (conversations, conversation_numbers), (scenes, scene_numbers)] =
         id_columns;
     let build_scopes = || {
@@ -92,12 +93,12 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
         )
     };
     let build_ids = || index_ids(&ids, &supersedes);
-    let (scopes, targets) = if table.rows() >= PARALLEL_FROM {
-        rayon::join(build_scopes, build_ids)
+    let ((scopes, scope_numbers, slots), targets) = if table.rows() >= PARALLEL_FROM {
+        let (scopes, targets) = rayon::join(build_scopes, build_ids);
+        (scopes?, targets)
     } else {
-        (build_scopes(), build_ids())
+        (build_scopes()?, build_ids())
     };
-    let (scopes, scope_numbers, slots) = scopes?;
     let targets = match targets {
         IdIndex::Unique(targets) => targets,
         IdIndex::Duplicate(earlier, row) => return Err(duplicate_id(table, &ids, earlier, row)),
