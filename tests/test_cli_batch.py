@@ -63,7 +63,8 @@ def test_a_job_prints_its_summary_and_no_progress_when_not_on_a_terminal(
 
 
 def test_json_is_the_summary_for_machines(store: Written, tmp_path: Path) -> None:
-    done = _run(_argv(store, tmp_path / "out", "--json", "--include-excluded", "--threads", "1"))
+    argv = _argv(store, tmp_path / "out", "--json", "--include-excluded", "--threads", "1")
+    done = _run([*argv, "--spill-compression", "zstd"])
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["records"] == 200_000
@@ -110,6 +111,7 @@ def test_bad_input_exits_2_naming_file_column_and_row(store: Written, tmp_path: 
         ("threads", 2, "--threads"),
         ("limit", 1, "memory_limit"),
         ("bad-limit", 2, "memory_limit"),
+        ("codec", 2, "--spill-compression"),
     ],
 )
 def test_exit_codes(store: Written, tmp_path: Path, problem: str, status: int, said: str) -> None:
@@ -124,8 +126,10 @@ def test_exit_codes(store: Written, tmp_path: Path, problem: str, status: int, s
         argv += ["--threads", "0"]
     elif problem == "limit":
         argv += ["--memory-limit", "100MB"]
-    else:
+    elif problem == "bad-limit":
         argv += ["--memory-limit", "lots"]
+    else:
+        argv += ["--spill-compression", "gzip"]
     done = _run(argv)
     assert done.returncode == status, done.stderr
     assert said in done.stderr

@@ -152,6 +152,47 @@ def test_a_generated_store_file_to_file(
         assert summary.peak_spill_bytes > 0
 
 
+def test_every_spill_codec_gives_the_same_rows_and_zstd_spills_less(
+    store_files: Any, expected: Rows, tmp_path: Path
+) -> None:
+    spilled = {}
+    for codec in ("none", "lz4", "zstd"):
+        summary = mr.resolve_dataset(
+            store_files.records,
+            store_files.contexts,
+            tmp_path / codec,
+            tombstones=store_files.tombstones,
+            include_excluded=True,
+            with_values=True,
+            parts=7,
+            spill_compression=codec,
+        )
+        assert by_context(_read(tmp_path / codec)) == expected, codec
+        spilled[codec] = summary.peak_spill_bytes
+    assert 0 < spilled["zstd"] < spilled["none"]
+    assert 0 < spilled["lz4"] < spilled["none"]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "ZSTD", "", None, 1])
+def test_an_unknown_spill_codec_is_refused_before_anything_is_read(
+    codec: object, tmp_path: Path
+) -> None:
+    store = generate(100, seed=1)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(
+            store.records,
+            store.contexts,
+            tmp_path / "out",
+            spill_compression=codec,  # type: ignore[arg-type]
+        )
+    assert caught.value.field == "spill_compression"
+    expected_kind = (
+        mr.ErrorKind.UNKNOWN_VALUE if isinstance(codec, str) else mr.ErrorKind.WRONG_TYPE
+    )
+    assert caught.value.kind == expected_kind
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_part_too_big_for_the_limit_is_split_by_owner(
     store_files: Any, expected: Rows, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,6 +208,7 @@ def test_a_part_too_big_for_the_limit_is_split_by_owner(
         with_values=True,
         parts=2,  # far too few: each part must be split again
         memory_limit="24MB",
+        spill_compression="zstd",  # parts split again are written the same way
     )
     assert summary.parts > 2
     assert by_context(_read(tmp_path / "out")) == expected

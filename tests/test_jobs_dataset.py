@@ -90,14 +90,20 @@ def _sorted_table(table: pa.Table, columns: list[str]) -> list[tuple[object, ...
     return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
-def test_a_generated_store_with_spilled_parts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_a_generated_store_with_spilled_parts(tmp_path: Path, codec: str) -> None:
     """UUID ids, corrections across parts, a limit that forces several spilled parts."""
     store = generate(30_000, seed=3)
     records = _write_files(tmp_path / "records", store.records, 4)
     pq.write_table(store.tombstones, tmp_path / "tombstones.parquet")
     now = max(store.contexts.column("now").to_pylist())
     summary = mr.normalize_dataset(
-        records, tmp_path / "out", now=now, tombstones=tmp_path / "tombstones.parquet", parts=5
+        records,
+        tmp_path / "out",
+        now=now,
+        tombstones=tmp_path / "tombstones.parquet",
+        parts=5,
+        spill_compression=codec,
     )
     assert summary.parts == 5
     assert summary.peak_spill_bytes > 0
@@ -105,6 +111,14 @@ def test_a_generated_store_with_spilled_parts(tmp_path: Path) -> None:
     assert _rows(tmp_path / "out", CHANGE) == _sorted_table(expected, CHANGE)
     assert expected.num_rows > 1000  # the store has something to normalise
     assert not list(tmp_path.glob(".out.partial-*"))
+
+
+def test_an_unknown_spill_codec_is_refused(tmp_path: Path) -> None:
+    store = generate(100, seed=3)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.normalize_dataset(store.records, tmp_path / "out", now=NOW, spill_compression="snappy")
+    assert caught.value.where()[:2] == (mr.ErrorKind.UNKNOWN_VALUE, "spill_compression")
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_id_repeated_in_another_file_is_named_and_nothing_is_written(tmp_path: Path) -> None:
@@ -183,6 +197,8 @@ def test_the_commands_run_the_jobs(tmp_path: Path) -> None:
         str(tmp_path / "tombstones.parquet"),
         "--out",
         str(tmp_path / "changes"),
+        "--spill-compression",
+        "lz4",
         "--json",
     )
     assert done.returncode == 0, done.stderr

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from memresolve._job_limits import SPILL_COMPRESSIONS
 from memresolve.errors import InvalidInputError, MemresolveError
 
 __all__ = ["add_parser", "run"]
@@ -44,6 +45,12 @@ def add_parser(commands: Any) -> None:
     batch.add_argument("--threads", type=int, help="threads to use (default: every core)")
     batch.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     batch.add_argument("--spill-directory", type=Path, help="where to spill (default: $TMPDIR)")
+    batch.add_argument(
+        "--spill-compression",
+        choices=SPILL_COMPRESSIONS,
+        default="none",
+        help="compress spill files: a quarter of the disk, a slower job (default none)",
+    )
     batch.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -107,6 +114,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             memory_limit=args.memory_limit,
             overwrite=args.overwrite,
             spill_directory=args.spill_directory,
+            spill_compression=args.spill_compression,
             progress=bars,
         )
     except (MemresolveError, OSError, KeyboardInterrupt) as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memresolve._cli_batch import _Bars, _failure, _use_threads
+from memresolve._job_limits import SPILL_COMPRESSIONS
 from memresolve._jsonl import instant_from_text
 from memresolve.errors import MemresolveError
 
@@ -47,6 +48,12 @@ def add_parsers(commands: Any) -> None:
         "--now", required=True, help="the instant, ISO-8601 with an offset (2026-07-30T12:00Z)"
     )
     normalize.add_argument("--tombstones", type=Path, help="forget tombstones (Parquet)")
+    normalize.add_argument(
+        "--spill-compression",
+        choices=SPILL_COMPRESSIONS,
+        default="none",
+        help="compress spill files: a quarter of the disk, a slower job (default none)",
+    )
     sweep = commands.add_parser(
         "forget-sweep",
         help="the records whose private text must be erased, Parquet to Parquet",
@@ -91,7 +98,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         if args.command == "normalize":
             now = instant_from_text(args.now, "now")
-            summary = normalize_dataset(args.records, args.out, now=now, **options)
+            summary = normalize_dataset(
+                args.records,
+                args.out,
+                now=now,
+                spill_compression=args.spill_compression,
+                **options,
+            )
         else:
             summary = forget_sweep_dataset(args.records, args.out, **options)
     except (MemresolveError, OSError, KeyboardInterrupt) as exc:

@@ -36,11 +36,13 @@ from memresolve._job_limits import (
     MIN_BUDGET_BYTES,
     Progress,
     allow_open_files,
+    checked_compression,
     checked_parts,
     checked_progress,
     parse_size,
     shown_bytes,
 )
+from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
 from memresolve._types import DECISION_NAMES
@@ -126,12 +128,14 @@ class _PartSet:
         cleanup: ExitStack,
         *,
         with_values: bool,
+        compression: str | None,
     ) -> _PartSet:
         made = cls(
             native.Router(count, seed, with_values),
-            Parts("contexts", count, directory, seed),
-            Parts("records", count, directory, seed),
-            Parts("tombstones", count, directory, seed),
+            *(
+                Parts(name, count, directory, seed, compression=compression)
+                for name in ("contexts", "records", "tombstones")
+            ),
         )
         cleanup.callback(made.close, discard=True)  # closed whatever happens
         return made
@@ -173,6 +177,8 @@ class _Job:
     options: dict[str, bool]
     progress: Progress | None
     cleanup: ExitStack
+    #: How spill files are compressed (None: not at all).
+    compression: str | None
     schemas: dict[str, Any] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISION_NAMES, 0))
     written: int = 0
@@ -333,6 +339,7 @@ class _Job:
             self.spill,
             self.cleanup,
             with_values=self.options["with_values"],
+            compression=self.compression,
         )
         for stage, target, source in (
             ("contexts", smaller.contexts, parts.contexts),
@@ -412,6 +419,7 @@ def resolve_dataset(
     parts: int | None = None,
     overwrite: bool = False,
     spill_directory: str | os.PathLike[str] | None = None,
+    spill_compression: str = "none",
     progress: Progress | None = None,
 ) -> DatasetSummary:
     """``resolve_batch`` from files to files, in bounded memory (``docs/spec.md`` §4.3).
@@ -429,10 +437,11 @@ def resolve_dataset(
     Memory stays within ``memory_limit`` (bytes, or a size such as
     ``"4GB"``): the job splits the store into parts of whole owners that
     resolve alone (``parts`` forces their number), spilling them to
-    ``spill_directory`` (default: the system's temporary directory) as zstd
-    Arrow IPC holding only the columns resolution reads (``value`` only with
-    ``with_values``). The spill is removed whatever happens, Ctrl-C
-    included. Every rule of the batch form holds for the whole input: a
+    ``spill_directory`` (default: the system's temporary directory) as Arrow
+    IPC holding only the columns resolution reads (``value`` only with
+    ``with_values``), uncompressed unless ``spill_compression`` is ``"lz4"``
+    or ``"zstd"`` (a quarter of the disk, a slower job). The spill is removed
+    whatever happens, Ctrl-C included. Every rule of the batch form holds for the whole input: a
     record id repeated in another file is an error.
 
     ``progress(stage, done, total)`` is called as rows are read (stages
@@ -448,6 +457,7 @@ def resolve_dataset(
     """
     started = time.perf_counter()
     parts, progress = checked_parts(parts), checked_progress(progress)
+    compression = checked_compression(spill_compression)
     options = {
         "include_excluded": check.flag(include_excluded, "include_excluded"),
         "with_values": check.flag(with_values, "with_values"),
@@ -484,7 +494,17 @@ def resolve_dataset(
     cleanup.callback(shutil.rmtree, partial, ignore_errors=True)
     cleanup.callback(shutil.rmtree, spill, ignore_errors=True)
     try:
-        job = _Job(native, budget, spill, partial, options, progress, cleanup, total_parts=count)
+        job = _Job(
+            native,
+            budget,
+            spill,
+            partial,
+            options,
+            progress,
+            cleanup,
+            compression,
+            total_parts=count,
+        )
         cleanup.callback(job.stop)  # before the partial output is removed
         allow_open_files(count)
         split = _PartSet.make(
@@ -494,6 +514,7 @@ def resolve_dataset(
             spill if count > 1 else None,
             cleanup,
             with_values=options["with_values"],
+            compression=compression,
         )
         context_ids = IdBuckets("contexts", spill)
         cleanup.callback(context_ids.close)
@@ -511,7 +532,7 @@ def resolve_dataset(
         partial.mkdir()  # the umask's mode: the output is for others to read too
         job.resolve_all(split, 0)
         job.finish()
-        _publish(partial, target, overwrite)
+        publish(partial, target, overwrite)
     finally:
         cleanup.close()
     return DatasetSummary(
@@ -565,23 +586,3 @@ def _count_decisions(table: Any, rows: dict[str, int]) -> None:
         counts = np.bincount(codes, minlength=len(DECISION_NAMES))
         for name, count in zip(DECISION_NAMES, counts, strict=True):
             rows[name] += int(count)
-
-
-def _publish(partial: Path, target: Path, overwrite: bool) -> None:
-    """Moves the finished output into place, replacing an old one only when asked."""
-    if target.exists():
-        if not overwrite:
-            raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
-        target.rename(old)
-        try:
-            partial.rename(target)
-        except BaseException:
-            old.rename(target)  # the old output stays whole when the new one cannot land
-            raise
-        if old.is_dir() and not old.is_symlink():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-    else:
-        partial.rename(target)

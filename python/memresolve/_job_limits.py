@@ -11,8 +11,10 @@ __all__ = [
     "BASELINE_BYTES",
     "MAX_PARTS",
     "MIN_BUDGET_BYTES",
+    "SPILL_COMPRESSIONS",
     "Progress",
     "allow_open_files",
+    "checked_compression",
     "checked_parts",
     "checked_progress",
     "parse_size",
@@ -116,3 +118,20 @@ def checked_progress(progress: object) -> Progress | None:
             field="progress",
         )
     return progress
+
+
+#: How spill files may be compressed. None: fastest (a spilled part is mapped back in
+#: place, not decoded) but about four times the disk; zstd: smallest, and the slowest.
+SPILL_COMPRESSIONS = ("none", "lz4", "zstd")
+
+
+def checked_compression(compression: object) -> str | None:
+    """``spill_compression`` as given to a job: the Arrow IPC codec, or None for none."""
+    if not isinstance(compression, str) or compression not in SPILL_COMPRESSIONS:
+        raise InvalidInputError(
+            f"spill_compression: expected one of {', '.join(map(repr, SPILL_COMPRESSIONS))},"
+            f" got {compression!r}",
+            kind=ErrorKind.UNKNOWN_VALUE if isinstance(compression, str) else ErrorKind.WRONG_TYPE,
+            field="spill_compression",
+        )
+    return None if compression == "none" else compression

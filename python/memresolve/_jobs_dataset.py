@@ -38,17 +38,19 @@ from memresolve import _backend
 from memresolve import _validate as check
 from memresolve._arrow_input import pyarrow_module
 from memresolve._canonical import canonical, canonical_schema, read_columns
-from memresolve._dataset import STREAM_PARTS, _check_unique, _publish
+from memresolve._dataset import STREAM_PARTS, _check_unique
 from memresolve._job_limits import (
     BASELINE_BYTES,
     MIN_BUDGET_BYTES,
     Progress,
     allow_open_files,
+    checked_compression,
     checked_parts,
     checked_progress,
     parse_size,
     shown_bytes,
 )
+from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
 from memresolve.errors import BackendUnavailableError, InvalidInputError, MemoryLimitError
@@ -201,6 +203,7 @@ def normalize_dataset(
     parts: int | None = None,
     overwrite: bool = False,
     spill_directory: str | os.PathLike[str] | None = None,
+    spill_compression: str = "none",
     progress: Progress | None = None,
 ) -> JobSummary:
     """``normalize_batch`` from files to files, in bounded memory (``docs/spec.md`` §7.3).
@@ -211,7 +214,8 @@ def normalize_dataset(
     ``new_status``), are written to the Parquet dataset ``output`` in no particular
     order; it appears only when the job succeeds. Memory stays within ``memory_limit``:
     the records are split into parts by id (``parts`` forces their number) and spilled
-    to ``spill_directory`` (never ``value``), removed whatever happens.
+    to ``spill_directory`` (never ``value``; compressed as ``spill_compression`` says,
+    as for ``resolve_dataset``), removed whatever happens.
 
     Raises:
         InvalidInputError: bad input; ``file`` and ``row`` say where.
@@ -223,6 +227,7 @@ def normalize_dataset(
     micros = check.to_micros(moment)
     parts = checked_parts(parts)
     progress = checked_progress(progress)
+    compression = checked_compression(spill_compression)
     with ExitStack() as cleanup:
         run, target = _start(
             output,
@@ -236,7 +241,7 @@ def normalize_dataset(
         forgets, n_tombstones = _read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
         count = _normalize_parts(source, parts, run)
-        home, copies, read = _split_by_id(source, count, micros, run)
+        home, copies, read = _split_by_id(source, count, micros, run, compression)
         _normalize_each(home, copies, micros=micros, forgets=forgets, run=run)
         if run.written == 0:
             schema = canonical_schema("records", False)
@@ -244,7 +249,7 @@ def normalize_dataset(
                 pyarrow_module().Table.from_batches([], schema=schema), now=micros
             )
             run.write(empty, "new_status")
-        _publish(run.partial, target, overwrite)
+        publish(run.partial, target, overwrite)
     return JobSummary(
         job="normalize",
         output=str(target),
@@ -267,13 +272,15 @@ def _normalize_parts(source: Source, parts: int | None, run: _Run) -> int:
     return max(1, math.ceil(estimate * NORMALIZE_FACTOR / run.budget))
 
 
-def _split_by_id(source: Source, count: int, micros: int, run: _Run) -> tuple[Parts, Parts, int]:
+def _split_by_id(
+    source: Source, count: int, micros: int, run: _Run, compression: str | None
+) -> tuple[Parts, Parts, int]:
     """Reads, checks and splits the records by id (see the module docstring): each part's
     own records, the lasting corrections copied to it, and the rows read."""
     allow_open_files(count)
     directory = run.spill if count > 1 else None
-    home = Parts("records", count, directory)
-    copies = Parts("copies", count, directory)
+    home = Parts("records", count, directory, compression=compression)
+    copies = Parts("copies", count, directory, compression=compression)
     run.cleanup.callback(home.close, discard=True)
     run.cleanup.callback(copies.close, discard=True)
     ids = IdBuckets("records", run.spill)
@@ -390,7 +397,7 @@ def forget_sweep_dataset(
             )
             run.write(run.native.forget_sweep_batch(empty, forgets), "cause")
         run.note_spill()
-        _publish(run.partial, target, overwrite)
+        publish(run.partial, target, overwrite)
     return JobSummary(
         job="forget-sweep",
         output=str(target),
