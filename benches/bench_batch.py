@@ -181,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
             rate = size / report["seconds"]
             print(
                 f"| {size:,} | {name} | {report['seconds']:.3f} | {rate:,.0f} "
-                f"| {report['peak_mb']:,.0f} MB | {report['peak_mb'] - report['input_mb']:,.0f} MB "
+                f"| {report['peak_mb']:,.0f} MiB "
+                f"| {report['peak_mb'] - report['input_mb']:,.0f} MiB "
                 f"| {report['digest'].split(':')[0]} |"
             )
         sys.stdout.flush()

@@ -186,13 +186,13 @@ def main(argv: list[str] | None = None) -> int:
             if len(digests) > 1:
                 raise SystemExit(f"implementations disagree: {reports}")
             seconds = f"{report['seconds']:.1f}" if "seconds" in report else "-"
-            spill = f"{report['spill_mb']:,.0f} MB" if report.get("spill_mb") is not None else "-"
+            spill = f"{report['spill_mb']:,.0f} MiB" if report.get("spill_mb") is not None else "-"
             result = (
                 report.get("digest", "").split(":")[0] + " rows"
                 if "digest" in report
                 else report["status"]
             )
-            print(f"| {name} | {seconds} | {report['peak_mb']:,.0f} MB | {spill} | {result} |")
+            print(f"| {name} | {seconds} | {report['peak_mb']:,.0f} MiB | {spill} | {result} |")
             sys.stdout.flush()
     return 0
 

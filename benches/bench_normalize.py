@@ -151,7 +151,7 @@ def _measure(size: int, data: Path, arguments: argparse.Namespace) -> None:
         rate = size / report["seconds"]
         print(
             f"| {size:,} | {name} | {report['seconds']:.3f} | {rate:,.0f} "
-            f"| {report['peak_mb']:,.0f} MB | {report['peak_mb'] - report['input_mb']:,.0f} MB "
+            f"| {report['peak_mb']:,.0f} MiB | {report['peak_mb'] - report['input_mb']:,.0f} MiB "
             f"| {report['digest'].split(':')[0]} |"
         )
     print(f"reach at {size:,}: {json.dumps(reports['memresolve']['reach'])}")

@@ -232,6 +232,8 @@ def test_a_full_disk_exits_1_and_leaves_nothing(store: Written, tmp_path: Path) 
     )
     assert done.returncode == 1, done.stderr
     assert "File too large" in done.stderr or "EFBIG" in done.stderr or "[Errno 27]" in done.stderr
+    assert "--spill-directory" in done.stderr
+    assert "--spill-compression zstd" in done.stderr  # the default spills uncompressed
     assert not out.exists()
     assert list(spill.iterdir()) == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []

@@ -8,6 +8,7 @@ A progress bar (tqdm) on a terminal; otherwise only the summary. Exit codes:
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -139,7 +140,21 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
         return str(exc), 2
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted; nothing was written", 1
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+        return f"{type(exc).__name__}: {exc}{_disk_hint(args)}", 1
     return f"{type(exc).__name__}: {exc}", 1
+
+
+#: The errors of a write that found no room (a full disk, a quota, a file-size limit).
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _disk_hint(args: argparse.Namespace) -> str:
+    """What a user whose disk filled up can change."""
+    hint = "; spill files go to --spill-directory (default $TMPDIR): give one on a bigger disk"
+    if getattr(args, "spill_compression", None) == "none":
+        hint += ", or --spill-compression zstd (about a quarter of the bytes, slower)"
+    return hint
 
 
 def _use_threads(threads: int) -> None:

@@ -5,9 +5,9 @@ contexts or tombstones): in memory when the job has one part, else in one
 Arrow IPC stream per part, in a private temporary directory, written on a
 thread of their own (``_background``) while the next batch is routed. Spill
 files are uncompressed unless the job asks: a part is then mapped back in
-place, not decoded, and at 10M records the job took three quarters of its
-time with zstd (which spills a quarter of the bytes; lz4 was slower than
-zstd on these columns).
+place, not decoded: at 10M and 100M records the job took about two thirds
+of the time it took with zstd (which spills a quarter of the bytes; lz4 was
+slower than zstd on these columns).
 ``IdBuckets`` holds the 128-bit hash and row of every id, bucketed by hash,
 so that ids can be checked unique across the whole input with one bucket in
 memory at a time. Both only ever hold the columns resolution reads.
