@@ -8,7 +8,9 @@ output and no spill behind.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +26,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from batch_rows import Rows, arrow_tables, by_context
 from conftest import PARITY_EXAMPLES
-from memresolve import _dataset
+from memresolve import _dataset, _spill
 from memresolve._kernels import get_batch_resolver
 from memresolve.testing import Store, stores
 from memresolve.testing.batch_store import generate, write_parquet
@@ -178,19 +180,85 @@ def test_an_unknown_spill_codec_is_refused_before_anything_is_read(
     codec: object, tmp_path: Path
 ) -> None:
     store = generate(100, seed=1)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    seen: list[str] = []
     with pytest.raises(mr.InvalidInputError) as caught:
         mr.resolve_dataset(
             store.records,
             store.contexts,
             tmp_path / "out",
+            spill_directory=spill,
             spill_compression=codec,  # type: ignore[arg-type]
+            progress=lambda stage, done, total: seen.append(stage),
+            parts=3,
         )
     assert caught.value.field == "spill_compression"
     expected_kind = (
         mr.ErrorKind.UNKNOWN_VALUE if isinstance(codec, str) else mr.ErrorKind.WRONG_TYPE
     )
     assert caught.value.kind == expected_kind
+    assert seen == []  # nothing was read
+    assert _spill_is_empty(spill)
     assert not (tmp_path / "out").exists()
+
+
+def _free_bytes(monkeypatch: pytest.MonkeyPatch, free: int) -> None:
+    """Makes every disk report ``free`` bytes free (its other figures stay real)."""
+    real = shutil.disk_usage
+
+    def usage(path: str | os.PathLike[str]) -> Any:
+        total, used, _ = real(path)
+        return type(real(path))(total, used, free)
+
+    monkeypatch.setattr(shutil, "disk_usage", usage)
+
+
+def test_an_uncompressed_spill_the_disk_cannot_hold_is_refused_before_reading(
+    store_files: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    seen: list[str] = []
+    _free_bytes(monkeypatch, 1_000_000)  # the store is tens of MB in Arrow
+    with pytest.raises(OSError, match="not enough room to spill") as caught:
+        mr.resolve_dataset(
+            store_files.records,
+            store_files.contexts,
+            tmp_path / "out",
+            tombstones=store_files.tombstones,
+            spill_directory=spill,
+            parts=4,
+            progress=lambda stage, done, total: seen.append(stage),
+        )
+    assert caught.value.errno == errno.ENOSPC
+    assert seen == []
+    assert _spill_is_empty(spill)
+    assert not (tmp_path / "out").exists()
+    # Compressed, or in one part (nothing spilled), the job is not refused.
+    for codec, parts in (("zstd", 4), ("none", 1)):
+        summary = mr.resolve_dataset(
+            store_files.records,
+            store_files.contexts,
+            tmp_path / f"{codec}-{parts}",
+            spill_directory=spill,
+            parts=parts,
+            spill_compression=codec,
+        )
+        assert summary.parts == parts
+
+
+def _record_codecs(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """The codec of every ``Parts`` made from now on (each still made for real)."""
+    codecs: list[str | None] = []
+    make = _spill.Parts.__init__
+
+    def recording(self: _spill.Parts, *args: Any, **kwargs: Any) -> None:
+        make(self, *args, **kwargs)
+        codecs.append(self.compression)
+
+    monkeypatch.setattr(_spill.Parts, "__init__", recording)
+    return codecs
 
 
 def test_a_part_too_big_for_the_limit_is_split_by_owner(
@@ -199,6 +267,7 @@ def test_a_part_too_big_for_the_limit_is_split_by_owner(
     # No baseline: the whole limit is for parts, and 24 MB holds a part of a few owners.
     monkeypatch.setattr(_dataset, "BASELINE_BYTES", 0)
     monkeypatch.setattr(_dataset, "MIN_BUDGET_BYTES", 0)
+    codecs = _record_codecs(monkeypatch)
     summary = mr.resolve_dataset(
         store_files.records,
         store_files.contexts,
@@ -212,6 +281,8 @@ def test_a_part_too_big_for_the_limit_is_split_by_owner(
     )
     assert summary.parts > 2
     assert by_context(_read(tmp_path / "out")) == expected
+    assert len(codecs) > 3  # the three inputs, and again for the parts split again
+    assert set(codecs) == {"zstd"}
 
 
 def test_one_owner_bigger_than_the_limit_is_named(

@@ -5,7 +5,9 @@ files; bad input names its file and row and leaves no output; the commands run t
 
 from __future__ import annotations
 
+import errno
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,35 +92,69 @@ def _sorted_table(table: pa.Table, columns: list[str]) -> list[tuple[object, ...
     return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
-@pytest.mark.parametrize("codec", ["none", "zstd"])
-def test_a_generated_store_with_spilled_parts(tmp_path: Path, codec: str) -> None:
-    """UUID ids, corrections across parts, a limit that forces several spilled parts."""
+def test_a_generated_store_with_spilled_parts(tmp_path: Path) -> None:
+    """UUID ids, corrections across parts, a limit that forces several spilled parts; each
+    codec gives the same changes, and zstd spills fewer bytes."""
     store = generate(30_000, seed=3)
     records = _write_files(tmp_path / "records", store.records, 4)
     pq.write_table(store.tombstones, tmp_path / "tombstones.parquet")
     now = max(store.contexts.column("now").to_pylist())
-    summary = mr.normalize_dataset(
-        records,
-        tmp_path / "out",
-        now=now,
-        tombstones=tmp_path / "tombstones.parquet",
-        parts=5,
-        spill_compression=codec,
-    )
-    assert summary.parts == 5
-    assert summary.peak_spill_bytes > 0
     expected = mr.normalize_batch(store.records, now=now, tombstones=store.tombstones)
-    assert _rows(tmp_path / "out", CHANGE) == _sorted_table(expected, CHANGE)
     assert expected.num_rows > 1000  # the store has something to normalise
-    assert not list(tmp_path.glob(".out.partial-*"))
+    spilled = {}
+    for codec in ("none", "zstd"):
+        summary = mr.normalize_dataset(
+            records,
+            tmp_path / codec,
+            now=now,
+            tombstones=tmp_path / "tombstones.parquet",
+            parts=5,
+            spill_compression=codec,
+        )
+        assert summary.parts == 5
+        assert _rows(tmp_path / codec, CHANGE) == _sorted_table(expected, CHANGE), codec
+        spilled[codec] = summary.peak_spill_bytes
+    assert 0 < spilled["zstd"] < spilled["none"]
+    assert not list(tmp_path.glob(".*.partial-*"))
 
 
 def test_an_unknown_spill_codec_is_refused(tmp_path: Path) -> None:
     store = generate(100, seed=3)
+    spill = tmp_path / "spill"
+    spill.mkdir()
     with pytest.raises(mr.InvalidInputError) as caught:
-        mr.normalize_dataset(store.records, tmp_path / "out", now=NOW, spill_compression="snappy")
+        mr.normalize_dataset(
+            store.records,
+            tmp_path / "out",
+            now=NOW,
+            spill_directory=spill,
+            spill_compression="snappy",
+        )
     assert caught.value.where()[:2] == (mr.ErrorKind.UNKNOWN_VALUE, "spill_compression")
+    assert list(spill.iterdir()) == []
     assert not (tmp_path / "out").exists()
+
+
+def test_an_uncompressed_spill_the_disk_cannot_hold_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = generate(20_000, seed=3)
+    records = _write_files(tmp_path / "records", store.records, 2)
+    real = shutil.disk_usage
+    monkeypatch.setattr(
+        shutil, "disk_usage", lambda path: type(real(path))(*real(path)[:2], 1_000_000)
+    )
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with pytest.raises(OSError, match="not enough room to spill") as caught:
+        mr.normalize_dataset(records, tmp_path / "out", now=NOW, parts=3, spill_directory=spill)
+    assert caught.value.errno == errno.ENOSPC
+    assert list(spill.iterdir()) == []
+    assert not (tmp_path / "out").exists()
+    summary = mr.normalize_dataset(
+        records, tmp_path / "out", now=NOW, parts=3, spill_compression="zstd"
+    )
+    assert summary.records == 20_000
 
 
 def test_an_id_repeated_in_another_file_is_named_and_nothing_is_written(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Work the batch jobs hand to one other thread, so that reading, routing and writing overlap.
 
-Decoding Parquet, compressing spill batches and writing Parquet all run in
+Decoding Parquet, writing spill batches and writing Parquet all run in
 pyarrow's C++ with the GIL released, as does the native router: on the jobs'
 single main thread they ran one after another, leaving a core idle. Each
 helper here runs its calls on one thread, in the order given, with a bounded

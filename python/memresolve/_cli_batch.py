@@ -151,7 +151,7 @@ _DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 def _disk_hint(args: argparse.Namespace) -> str:
     """What a user whose disk filled up can change."""
-    hint = "; spill files go to --spill-directory (default $TMPDIR): give one on a bigger disk"
+    hint = "; if the spill filled it, give --spill-directory (default $TMPDIR) on a bigger disk"
     if getattr(args, "spill_compression", None) == "none":
         hint += ", or --spill-compression zstd (about a quarter of the bytes, slower)"
     return hint

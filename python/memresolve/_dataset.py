@@ -36,6 +36,7 @@ from memresolve._job_limits import (
     MIN_BUDGET_BYTES,
     Progress,
     allow_open_files,
+    check_spill_room,
     checked_compression,
     checked_parts,
     checked_progress,
@@ -330,6 +331,7 @@ class _Job:
         owners = contexts.column("user_id").unique()
         if len(owners) == 1 or depth >= MAX_SPLITS:
             raise self._too_big(parts, part)
+        del contexts, owners  # mapped from the spill file: its space is freed once removed
         count = math.ceil(parts.size(part) * RESOLVE_FACTOR / self.budget) + 1
         allow_open_files(count)
         smaller = _PartSet.make(
@@ -376,13 +378,17 @@ def _numpy() -> Any:
     return numpy
 
 
-def _part_count(sources: list[Source], budget: int, parts: int | None) -> int:
+def _estimated_bytes(*sources: Source | None) -> int | None:
+    """The inputs' estimated size in Arrow (None: a stream among them, size unknown)."""
+    estimates = [source.estimated_bytes() for source in sources if source is not None]
+    return None if None in estimates else sum(e for e in estimates if e is not None)
+
+
+def _part_count(total: int | None, budget: int, parts: int | None) -> int:
     if parts is not None:
         return max(1, parts)
-    estimates = [source.estimated_bytes() for source in sources]
-    if any(estimate is None for estimate in estimates):
+    if total is None:
         return STREAM_PARTS  # a stream: its size is unknown; oversized parts are split later
-    total = sum(e for e in estimates if e is not None)
     # Owners differ in size, and shared conversations are copied to each of their
     # owners' parts: room for both, so that no part needs splitting again.
     return max(1, math.ceil(total * RESOLVE_FACTOR * PART_MARGIN / budget))
@@ -453,7 +459,8 @@ def resolve_dataset(
         MemoryLimitError: one owner's part alone needs more than the limit.
         BackendUnavailableError: the compiled core is not in use.
         FileExistsError: ``output`` exists and ``overwrite`` is not set.
-        OSError: from the file system (a full disk), unchanged.
+        OSError: from the file system (a full disk), unchanged; or ``ENOSPC`` before
+            anything is read, when an uncompressed spill cannot fit (see ``spill_compression``).
     """
     started = time.perf_counter()
     parts, progress = checked_parts(parts), checked_progress(progress)
@@ -484,8 +491,9 @@ def resolve_dataset(
     record_source, context_source, tombstone_source = _sources(
         records, contexts, tombstones, with_values=options["with_values"]
     )
-    sources = [s for s in (record_source, context_source, tombstone_source) if s is not None]
-    count = _part_count(sources, budget, parts)
+    estimate = _estimated_bytes(record_source, context_source, tombstone_source)
+    count = _part_count(estimate, budget, parts)
+    check_spill_room(spill_directory, estimate, compression, count)
 
     spill = Path(tempfile.mkdtemp(prefix="memresolve-spill-", dir=spill_directory))
     partial = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import math
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from memresolve.errors import ErrorKind, InvalidInputError
 
@@ -14,6 +18,7 @@ __all__ = [
     "SPILL_COMPRESSIONS",
     "Progress",
     "allow_open_files",
+    "check_spill_room",
     "checked_compression",
     "checked_parts",
     "checked_progress",
@@ -136,3 +141,27 @@ def checked_compression(compression: object) -> str | None:
             field="spill_compression",
         )
     return None if compression == "none" else compression
+
+
+def check_spill_room(
+    directory: Path | None, estimate: int | None, compression: str | None, parts: int
+) -> None:
+    """Refuses, before anything is read, a job whose uncompressed spill cannot fit on the
+    disk of ``directory`` (None: the temporary directory).
+
+    ``estimate`` is the input's estimated size in Arrow, which the spill files exceed
+    (they also hold the id buckets and conversations copied to several owners), so an
+    estimate above the free space is a job that would fill the disk after reading most of
+    its input. Compressed spills are not checked: their size depends on the data.
+    """
+    if parts <= 1 or estimate is None or compression is not None:
+        return
+    where = Path(tempfile.gettempdir()) if directory is None else directory
+    free = shutil.disk_usage(where).free
+    if estimate > free:
+        raise OSError(
+            errno.ENOSPC,
+            f"not enough room to spill: about {shown_bytes(estimate)} or more uncompressed,"
+            f" {shown_bytes(free)} free in {where}; spill to a bigger disk, or compress the"
+            " spill (zstd: about a quarter of the bytes)",
+        )

@@ -11,7 +11,8 @@ only edges that can normalise) is also copied to the part of the id it names.
 A part then holds every record it decides and every edge that can decide one,
 so ``normalize_batch`` on it alone, with every tombstone, gives that part's
 changes exactly; the copies' own changes are their home part's to write.
-Parts stay in memory when one is enough, else spill as zstd Arrow IPC.
+Parts stay in memory when one is enough, else spill as Arrow IPC (uncompressed unless
+the job asks).
 
 Every rule of the batch form holds for the whole input (a record id repeated
 in another file is an error), and the output directory appears only when the
@@ -44,6 +45,7 @@ from memresolve._job_limits import (
     MIN_BUDGET_BYTES,
     Progress,
     allow_open_files,
+    check_spill_room,
     checked_compression,
     checked_parts,
     checked_progress,
@@ -241,6 +243,7 @@ def normalize_dataset(
         forgets, n_tombstones = _read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
         count = _normalize_parts(source, parts, run)
+        check_spill_room(run.spill, source.estimated_bytes(), compression, count)
         home, copies, read = _split_by_id(source, count, micros, run, compression)
         _normalize_each(home, copies, micros=micros, forgets=forgets, run=run)
         if run.written == 0:
