@@ -57,3 +57,20 @@ def resolve(backend: str) -> Resolve:
         return resolve_with(kernel.resolve_rows, records, context, tombstones)
 
     return run
+
+
+@pytest.fixture
+def spill_codecs(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """The codec of every spill (``Parts``) a batch job makes during the test, each still
+    made and used for real."""
+    from memresolve import _spill  # noqa: PLC0415 - only the batch-job tests need it
+
+    codecs: list[str | None] = []
+    make = _spill.Parts.__init__
+
+    def recording(self: _spill.Parts, *args: object, **kwargs: object) -> None:
+        make(self, *args, **kwargs)  # type: ignore[arg-type]
+        codecs.append(self.compression)
+
+    monkeypatch.setattr(_spill.Parts, "__init__", recording)
+    return codecs

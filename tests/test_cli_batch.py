@@ -256,23 +256,14 @@ def test_the_bundled_story_as_parquet_is_the_story() -> None:
 def test_the_spill_codec_option_reaches_every_spill(
     store: Written,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    spill_codecs: list[str | None],
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
     """In this process (the one test here that is), to see which codec each spill is made
     with: every ``Parts`` is still made and used for real."""
-    from memresolve import _spill  # noqa: PLC0415 - only this test looks inside
     from memresolve._cli import main  # noqa: PLC0415
 
-    codecs: list[str | None] = []
-    make = _spill.Parts.__init__
-
-    def recording(self: _spill.Parts, *args: Any, **kwargs: Any) -> None:
-        make(self, *args, **kwargs)
-        codecs.append(self.compression)
-
-    monkeypatch.setattr(_spill.Parts, "__init__", recording)
     if command == "batch":
         argv = _argv(store, tmp_path / "out")[len(COMMAND) - 1 :]
     else:
@@ -280,5 +271,5 @@ def test_the_spill_codec_option_reaches_every_spill(
         argv = ["normalize", str(store.records), "--now", now, "--out", str(tmp_path / "out")]
     assert main([*argv, "--spill-compression", "lz4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["output"] == str(tmp_path / "out")
-    assert codecs
-    assert set(codecs) == {"lz4"}
+    assert spill_codecs
+    assert set(spill_codecs) == {"lz4"}

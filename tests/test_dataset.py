@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from batch_rows import Rows, arrow_tables, by_context
 from conftest import PARITY_EXAMPLES
-from memresolve import _dataset, _spill
+from memresolve import _dataset
 from memresolve._kernels import get_batch_resolver
 from memresolve.testing import Store, stores
 from memresolve.testing.batch_store import generate, write_parquet
@@ -248,26 +248,16 @@ def test_an_uncompressed_spill_the_disk_cannot_hold_is_refused_before_reading(
         assert summary.parts == parts
 
 
-def _record_codecs(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
-    """The codec of every ``Parts`` made from now on (each still made for real)."""
-    codecs: list[str | None] = []
-    make = _spill.Parts.__init__
-
-    def recording(self: _spill.Parts, *args: Any, **kwargs: Any) -> None:
-        make(self, *args, **kwargs)
-        codecs.append(self.compression)
-
-    monkeypatch.setattr(_spill.Parts, "__init__", recording)
-    return codecs
-
-
 def test_a_part_too_big_for_the_limit_is_split_by_owner(
-    store_files: Any, expected: Rows, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_files: Any,
+    expected: Rows,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    spill_codecs: list[str | None],
 ) -> None:
     # No baseline: the whole limit is for parts, and 24 MB holds a part of a few owners.
     monkeypatch.setattr(_dataset, "BASELINE_BYTES", 0)
     monkeypatch.setattr(_dataset, "MIN_BUDGET_BYTES", 0)
-    codecs = _record_codecs(monkeypatch)
     summary = mr.resolve_dataset(
         store_files.records,
         store_files.contexts,
@@ -281,8 +271,8 @@ def test_a_part_too_big_for_the_limit_is_split_by_owner(
     )
     assert summary.parts > 2
     assert by_context(_read(tmp_path / "out")) == expected
-    assert len(codecs) > 3  # the three inputs, and again for the parts split again
-    assert set(codecs) == {"zstd"}
+    assert len(spill_codecs) > 3  # the three inputs, and again for the parts split again
+    assert set(spill_codecs) == {"zstd"}
 
 
 def test_one_owner_bigger_than_the_limit_is_named(

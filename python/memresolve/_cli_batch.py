@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from memresolve._job_limits import SPILL_COMPRESSIONS
 from memresolve.errors import InvalidInputError, MemresolveError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "add_spill_compression", "run"]
 
 
 def add_parser(commands: Any) -> None:
@@ -46,12 +46,7 @@ def add_parser(commands: Any) -> None:
     batch.add_argument("--threads", type=int, help="threads to use (default: every core)")
     batch.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     batch.add_argument("--spill-directory", type=Path, help="where to spill (default: $TMPDIR)")
-    batch.add_argument(
-        "--spill-compression",
-        choices=SPILL_COMPRESSIONS,
-        default="none",
-        help="compress spill files: a quarter of the disk, a slower job (default none)",
-    )
+    add_spill_compression(batch)
     batch.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -91,6 +86,16 @@ def _summary_text(summary: Any) -> str:
         f" {summary.tombstones:,} tombstones in {summary.parts} part(s), {summary.seconds:.1f} s\n"
         f"  wrote {summary.output}: {decided}\n"
         f"  peak spill {summary.peak_spill_bytes / 2**20:.1f} MiB\n"
+    )
+
+
+def add_spill_compression(command: Any) -> None:
+    """The ``--spill-compression`` option, for the commands whose jobs spill parts."""
+    command.add_argument(
+        "--spill-compression",
+        choices=SPILL_COMPRESSIONS,
+        default="none",
+        help="compress spill files: a quarter of the disk, a slower job (default none)",
     )
 
 

@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from memresolve._cli_batch import _Bars, _failure, _use_threads
-from memresolve._job_limits import SPILL_COMPRESSIONS
+from memresolve._cli_batch import _Bars, _failure, _use_threads, add_spill_compression
 from memresolve._jsonl import instant_from_text
 from memresolve.errors import MemresolveError
 
@@ -48,12 +47,7 @@ def add_parsers(commands: Any) -> None:
         "--now", required=True, help="the instant, ISO-8601 with an offset (2026-07-30T12:00Z)"
     )
     normalize.add_argument("--tombstones", type=Path, help="forget tombstones (Parquet)")
-    normalize.add_argument(
-        "--spill-compression",
-        choices=SPILL_COMPRESSIONS,
-        default="none",
-        help="compress spill files: a quarter of the disk, a slower job (default none)",
-    )
+    add_spill_compression(normalize)
     sweep = commands.add_parser(
         "forget-sweep",
         help="the records whose private text must be erased, Parquet to Parquet",

@@ -447,8 +447,8 @@ def resolve_dataset(
     IPC holding only the columns resolution reads (``value`` only with
     ``with_values``), uncompressed unless ``spill_compression`` is ``"lz4"``
     or ``"zstd"`` (a quarter of the disk, a slower job). The spill is removed
-    whatever happens, Ctrl-C included. Every rule of the batch form holds for the whole input: a
-    record id repeated in another file is an error.
+    whatever happens, Ctrl-C included. Every rule of the batch form holds for
+    the whole input: a record id repeated in another file is an error.
 
     ``progress(stage, done, total)`` is called as rows are read (stages
     ``contexts``, ``records``, ``tombstones``) and parts resolved (``parts``).

@@ -242,8 +242,9 @@ def normalize_dataset(
         )
         forgets, n_tombstones = _read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
-        count = _normalize_parts(source, parts, run)
-        check_spill_room(run.spill, source.estimated_bytes(), compression, count)
+        estimate = source.estimated_bytes()
+        count = _normalize_parts(estimate, parts, run)
+        check_spill_room(run.spill, estimate, compression, count)
         home, copies, read = _split_by_id(source, count, micros, run, compression)
         _normalize_each(home, copies, micros=micros, forgets=forgets, run=run)
         if run.written == 0:
@@ -265,11 +266,11 @@ def normalize_dataset(
     )
 
 
-def _normalize_parts(source: Source, parts: int | None, run: _Run) -> int:
-    """How many parts the records are split into: ``parts``, or enough for the budget."""
+def _normalize_parts(estimate: int | None, parts: int | None, run: _Run) -> int:
+    """How many parts the records (``estimate`` bytes in Arrow; None: unknown) are split
+    into: ``parts``, or enough for the budget."""
     if parts is not None:
         return max(1, parts)
-    estimate = source.estimated_bytes()
     if estimate is None:
         return STREAM_PARTS
     return max(1, math.ceil(estimate * NORMALIZE_FACTOR / run.budget))
