@@ -4,7 +4,8 @@
 //! expired, future-dated and forgotten records, a few tombstones).
 //!
 //! Also the same sets with every candidate in the context's scopes, resolved
-//! from a candidate set and from a prepared set.
+//! from a candidate set and from a prepared set, and the mixed sets resolved
+//! from packed records as `mr.resolve` does (its id sort included).
 //!
 //! Run: `cargo bench --bench core`.
 
@@ -12,9 +13,11 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use memresolve::model::{Authority, Status};
+use memresolve::resolve::order::rows_by_id_of;
 use memresolve::resolve::prepared::{PreparedScratch, PreparedSet};
 use memresolve::resolve::{
-    resolve, CandidateSet, Context, Record, ScopeRef, Tombstone, TombstoneIndex,
+    resolve, resolve_packed_in_id_order, CandidateSet, Context, PackedRecord, Record, ScopeRef,
+    Tombstone, TombstoneIndex,
 };
 
 const DAY: i64 = 86_400_000_000;
@@ -189,6 +192,28 @@ fn bench_resolve(c: &mut Criterion) {
         }
         group.finish();
     }
+    // What `mr.resolve` runs on records already built: the id sort that checks
+    // them, then the pipeline over the records' packed storage, read in place.
+    let mut group = c.benchmark_group("core_resolve_packed");
+    for count in [20_usize, 200, 2_000] {
+        let work = workload(count, &all_scopes);
+        let owned: Vec<PackedRecord> = candidates(&work)
+            .iter()
+            .filter_map(|(_, record)| PackedRecord::new(&record).ok())
+            .collect();
+        let packed: Vec<&PackedRecord> = owned.iter().collect();
+        let tombstones = tombstones(&work, count);
+        group.throughput(Throughput::Elements(count as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(count), &packed, |b, packed| {
+            b.iter(|| {
+                let by_id = rows_by_id_of(black_box(packed).iter().map(|record| record.id()))
+                    .unwrap_or_default();
+                let index = TombstoneIndex::new(black_box(&tombstones));
+                resolve_packed_in_id_order(packed, black_box(&context), &index, &by_id)
+            });
+        });
+    }
+    group.finish();
     let work = workload(2_000, &all_scopes);
     let set = candidates(&work);
     let index = TombstoneIndex::default();

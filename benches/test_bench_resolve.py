@@ -2,7 +2,8 @@
 
 Run: ``make bench`` (``pytest benches --benchmark-only``). Groups:
 
-* ``resolve``: records already built -> ``Resolution``, per backend. The
+* ``resolve``: records already built -> ``Resolution``, per backend (its whole call,
+  ``Kernel.resolve``, as ``memresolve.resolve`` makes it when that backend is selected). The
   reference resolves records on the pure-Python storage, as an install
   without the extension would; every case first checks that both backends
   agree on its input.
@@ -37,10 +38,13 @@ def _inputs(backend: str, size: int) -> tuple[list[mr.MemoryRecord], list[mr.For
     records = build(arguments, _RECORD_CLASS[backend])
     reference = resolve_with(get_backend("reference").resolve_rows, records, CONTEXT, tombstones)
     for other in BACKENDS:
-        result = resolve_with(get_backend(other).resolve_rows, records, CONTEXT, tombstones)
-        assert [r.id for r in result.active] == [r.id for r in reference.active]
-        assert result.excluded == reference.excluded
-        assert result.trace == reference.trace
+        for result in (
+            resolve_with(get_backend(other).resolve_rows, records, CONTEXT, tombstones),
+            get_backend(other).resolve(records, CONTEXT, tombstones),
+        ):
+            assert [r.id for r in result.active] == [r.id for r in reference.active]
+            assert result.excluded == reference.excluded
+            assert result.trace == reference.trace
     return records, tombstones
 
 
@@ -50,7 +54,7 @@ def _inputs(backend: str, size: int) -> tuple[list[mr.MemoryRecord], list[mr.For
 def test_resolve(benchmark: BenchmarkFixture, backend: str, size: int) -> None:
     records, tombstones = _inputs(backend, size)
     kernel = get_backend(backend)
-    result = benchmark(resolve_with, kernel.resolve_rows, records, CONTEXT, tombstones)
+    result = benchmark(kernel.resolve, records, CONTEXT, tombstones)
     benchmark.extra_info["active"] = len(result.active)
 
 
@@ -62,7 +66,7 @@ def test_resolve_and_read_exclusions(benchmark: BenchmarkFixture, backend: str, 
     kernel = get_backend(backend)
 
     def resolve_and_read() -> int:
-        return len(resolve_with(kernel.resolve_rows, records, CONTEXT, tombstones).excluded)
+        return len(kernel.resolve(records, CONTEXT, tombstones).excluded)
 
     assert benchmark(resolve_and_read) > 0
 
@@ -100,8 +104,6 @@ def test_per_turn_total(benchmark: BenchmarkFixture, backend: str, size: int) ->
     kernel, record_class = get_backend(backend), _RECORD_CLASS[backend]
 
     def turn() -> mr.Resolution:
-        return resolve_with(
-            kernel.resolve_rows, build(arguments, record_class), CONTEXT, tombstones
-        )
+        return kernel.resolve(build(arguments, record_class), CONTEXT, tombstones)
 
     assert benchmark(turn).trace.memory_candidates == size

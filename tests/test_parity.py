@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -72,6 +74,9 @@ def assert_backends_agree(
     actual = resolve_with(native.resolve_rows, records, ctx, tombstones)
     assert _summary(actual) == _summary(expected)
     assert actual == expected
+    # The native backend's own call (what ``memresolve.resolve`` runs) is the same call.
+    called = native.resolve(records, ctx, tombstones)
+    assert _summary(called) == _summary(expected)
     return expected
 
 
@@ -307,6 +312,13 @@ def _error_of(kernel: Kernel, records: list[object]) -> tuple[object, ...]:
     with pytest.raises(mr.InvalidInputError) as caught:
         resolve_with(kernel.resolve_rows, records, context(), ())  # type: ignore[arg-type]
     error = caught.value
+    with pytest.raises(mr.InvalidInputError) as called:
+        kernel.resolve(records, context(), ())  # type: ignore[arg-type]
+    assert (str(called.value), called.value.record_id, called.value.field) == (
+        str(error),
+        error.record_id,
+        error.field,
+    )
     return (str(error), error.record_id, error.field)
 
 
@@ -327,6 +339,46 @@ _A = record("a")
 def test_bad_candidates_raise_the_same_error(records: list[object]) -> None:
     reference, native = _kernels()
     assert _error_of(native, records) == _error_of(reference, records)
+
+
+@pytest.mark.parametrize(
+    ("records", "the_context", "tombstones"),
+    [
+        ("m1", {"now": day(1)}, 5),
+        ([_A], {"now": day(1)}, 5),
+        ([_A, "junk"], {"now": day(1)}, [None]),
+        ([_A, "junk"], context(), [None]),
+        ([_A, "junk"], context(), 5),
+        ([_A, _A], context(), None),
+        ([_A, _A], context(), "tombstones"),
+    ],
+    ids=["records", "context", "context-first", "tombstones", "not-iterable", "dup", "str"],
+)
+@pytest.mark.parametrize("as_iterators", [False, True], ids=["lists", "generators"])
+def test_every_call_reports_the_first_bad_argument_alike(
+    records: Any, the_context: Any, tombstones: Any, as_iterators: bool
+) -> None:
+    def passed(value: Any) -> Any:
+        # A generator is consumed by a call: each call gets its own.
+        return (item for item in value) if as_iterators and isinstance(value, list) else value
+
+    def error_of(call: Callable[[Any, Any, Any], object]) -> tuple[object, ...]:
+        with pytest.raises(mr.InvalidInputError) as caught:
+            call(passed(records), the_context, passed(tombstones))
+        return (str(caught.value), caught.value.field, caught.value.kind)
+
+    reference, native = _kernels()
+    errors = {
+        error_of(call)
+        for call in (
+            reference.resolve,
+            native.resolve,
+            partial(resolve_with, reference.resolve_rows),
+            partial(resolve_with, native.resolve_rows),
+            lambda *call: mr.resolve(call[0], call[1], tombstones=call[2]),
+        )
+    }
+    assert len(errors) == 1, errors
 
 
 def test_the_bare_native_storage_is_not_a_record() -> None:

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from memresolve import _kernels
-from memresolve._call import resolve_with
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._result import Resolution
@@ -34,7 +33,7 @@ def resolve(
         InvalidInputError: a candidate is not a ``MemoryRecord``, two share an
             id, or the context or a tombstone has the wrong type.
     """
-    return resolve_with(_kernels.SELECTED.resolve_rows, records, context, tombstones)
+    return _kernels.SELECTED.resolve(records, context, tombstones)
 
 
 def resolve_batch(

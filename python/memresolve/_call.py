@@ -19,6 +19,7 @@ __all__ = [
     "Prepared",
     "ResolveRows",
     "checked_tombstones",
+    "not_a_context",
     "record_rows",
     "resolve_prepared",
     "resolve_with",
@@ -63,12 +64,17 @@ def resolve_with(
     """``memresolve.resolve`` run by the kernel function ``resolve_rows``."""
     rows = record_rows(records)  # each kernel checks that these are records with unique ids
     if not isinstance(context, RetrievalContext):
-        raise InvalidInputError(
-            f"context: expected a RetrievalContext, got {type(context).__name__}",
-            kind=ErrorKind.WRONG_TYPE,
-            field="context",
-        )
+        raise not_a_context(context)
     return _result(rows, resolve_rows(rows, context, checked_tombstones(tombstones)))
+
+
+def not_a_context(context: object) -> InvalidInputError:
+    """The error for a ``context`` argument that is not a ``RetrievalContext``."""
+    return InvalidInputError(
+        f"context: expected a RetrievalContext, got {type(context).__name__}",
+        kind=ErrorKind.WRONG_TYPE,
+        field="context",
+    )
 
 
 def _result(rows: tuple[MemoryRecord, ...], raw: RawResolution) -> Resolution:
@@ -82,11 +88,7 @@ def _result(rows: tuple[MemoryRecord, ...], raw: RawResolution) -> Resolution:
 def resolve_prepared(prepared: Prepared, context: RetrievalContext) -> Resolution:
     """``memresolve.resolve`` of candidates checked once (``Kernel.prepare``)."""
     if not isinstance(context, RetrievalContext):
-        raise InvalidInputError(
-            f"context: expected a RetrievalContext, got {type(context).__name__}",
-            kind=ErrorKind.WRONG_TYPE,
-            field="context",
-        )
+        raise not_a_context(context)
     return _result(prepared.records, prepared.resolve_rows(context))
 
 

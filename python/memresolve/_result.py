@@ -25,6 +25,7 @@ __all__ = [
     "RawResolution",
     "Resolution",
     "Trace",
+    "resolution_of_rows",
     "to_prompt_memory",
 ]
 
@@ -187,7 +188,8 @@ class Resolution:
     # What .excluded is built from until it is first read: the candidates, the
     # excluded rows and their reason codes. One slot, read once, so a thread
     # racing the first access sees either all of it or the finished tuple.
-    _pending: tuple[Sequence[MemoryRecord], Sequence[int], bytes] | None
+    # Rows are a sequence of ints, or native-endian u32 bytes as the native kernel gives them.
+    _pending: tuple[Sequence[MemoryRecord], Sequence[int] | bytes, bytes] | None
     _trace: Trace | None
     # What .trace is counted from until it is first read: the number of
     # candidates and the excluded reason codes (one slot, as _pending).
@@ -207,14 +209,7 @@ class Resolution:
     def from_raw(cls, candidates: Sequence[MemoryRecord], raw: RawResolution) -> Resolution:
         """The public result of a kernel's rows; ``excluded`` and ``trace`` are
         materialised lazily."""
-        self = cls.__new__(cls)
-        set_field = object.__setattr__
-        set_field(self, "active", raw.active)
-        set_field(self, "_excluded", None)
-        set_field(self, "_trace", None)
-        set_field(self, "_pending", (candidates, raw.excluded_rows, raw.excluded_codes))
-        set_field(self, "_counts", (len(candidates), raw.excluded_codes))
-        return self
+        return resolution_of_rows(candidates, raw.active, raw.excluded_rows, raw.excluded_codes)
 
     @property
     def excluded(self) -> tuple[Exclusion, ...]:
@@ -225,6 +220,8 @@ class Resolution:
             if pending is None:  # another thread finished it meanwhile
                 return self.excluded
             candidates, rows, codes = pending
+            if type(rows) is bytes:  # the native kernel's row numbers, read only now
+                rows = memoryview(rows).cast("I")
             excluded = tuple(
                 _exclusion(candidates[row].id, REASON_BY_CODE[code])
                 for row, code in zip(rows, codes, strict=True)
@@ -335,3 +332,33 @@ class Resolution:
 _SCOPE, _STATUS_OR_TIME, _FORGOTTEN, _SUPERSEDED, _LOWER_PRECEDENCE = (
     bytes([code]) for code in range(len(REASON_BY_CODE))
 )
+
+
+_resolution_slots = {name: Resolution.__dict__[name].__set__ for name in Resolution.__slots__}
+_set_result_active = _resolution_slots["active"]
+_set_result_excluded = _resolution_slots["_excluded"]
+_set_result_trace = _resolution_slots["_trace"]
+_set_result_pending = _resolution_slots["_pending"]
+_set_result_counts = _resolution_slots["_counts"]
+
+
+def resolution_of_rows(
+    candidates: Sequence[MemoryRecord],
+    active: tuple[MemoryRecord, ...],
+    excluded_rows: Sequence[int] | bytes,
+    excluded_codes: bytes,
+) -> Resolution:
+    """The public result of a kernel's answer (see ``RawResolution``; ``excluded_rows`` may
+    also be the native kernel's native-endian u32 bytes). ``excluded`` and ``trace`` are
+    built on first access.
+
+    Sets the slots through their descriptors: this runs once per ``resolve`` call, and
+    ``object.__setattr__`` costs a third more per field.
+    """
+    self = object.__new__(Resolution)
+    _set_result_active(self, active)
+    _set_result_excluded(self, None)
+    _set_result_trace(self, None)
+    _set_result_pending(self, (candidates, excluded_rows, excluded_codes))
+    _set_result_counts(self, (len(candidates), excluded_codes))
+    return self

@@ -14,10 +14,11 @@ use super::InternalError;
 use crate::error::{ErrorKind, InputError};
 use std::sync::Mutex;
 
-use crate::resolve::order::rows_by_id;
+use crate::resolve::order::rows_by_id_of;
 use crate::resolve::prepared::{PreparedScratch, PreparedSet, Refused};
 use crate::resolve::{
-    resolve_in_id_order, CandidateSet, Context, Resolution, Tombstone, TombstoneIndex,
+    resolve_packed_in_id_order, CandidateSet, Context, PackedRecord, Resolution, Tombstone,
+    TombstoneIndex,
 };
 
 /// From this many candidates on, the pipeline runs with the interpreter
@@ -292,12 +293,12 @@ pub(super) fn read_tombstones(
         .collect()
 }
 
-/// Resolves checked candidates (the storage of `records`, row for row;
-/// `by_id`, their rows in id order).
-fn resolve_candidates<'py>(
+/// Resolves checked candidates (`packed`, the storage of `records`, row for
+/// row; `by_id`, their rows in id order).
+fn resolve_packed<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
-    candidates: &CandidateSet<'_>,
+    packed: &[&PackedRecord],
     by_id: &[usize],
     context: &Bound<'py, PyAny>,
     tombstones: &[OwnedTombstone],
@@ -306,14 +307,14 @@ fn resolve_candidates<'py>(
     let context = OwnedContext::read(package, context)?;
     let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
     let run = || {
-        resolve_in_id_order(
-            candidates,
+        resolve_packed_in_id_order(
+            packed,
             &context.borrow(),
             &TombstoneIndex::new(&borrowed),
             by_id,
         )
     };
-    let resolution = if candidates.len() >= DETACH_FROM {
+    let resolution = if packed.len() >= DETACH_FROM {
         py.detach(run)
     } else {
         run()
@@ -353,15 +354,16 @@ pub(crate) fn resolve_rows<'py>(
     guarded(|| {
         let package = Package::get(py)?;
         let (cores, not_a_record) = cores(package, records)?;
-        let candidates = candidate_set(cores.iter().map(Bound::get));
+        // Read where they are: copying them into a `CandidateSet` costs more.
+        let packed: Vec<&PackedRecord> = cores.iter().map(|core| core.get().native()).collect();
         // One sort checks the ids and orders the exclusions.
-        let by_id = rows_by_id(&candidates)
+        let by_id = rows_by_id_of(packed.iter().map(|record| record.id()))
             .map_err(|(earlier, row)| repeated_id(package, &cores, earlier, row))?;
         if let Some(error) = not_a_record {
             return Err(error);
         }
         let tombstones = read_tombstones(package, tombstones)?;
-        resolve_candidates(package, records, &candidates, &by_id, context, &tombstones)
+        resolve_packed(package, records, &packed, &by_id, context, &tombstones)
     })
 }
 

@@ -8,7 +8,7 @@
 //! (`normalize_record_field`), which either normalises it or raises the very
 //! `InvalidInputError` the pure-Python storage raises. The record keeps both
 //! the Python objects (for attribute access) and a Rust copy of what the
-//! resolver reads, so resolving never touches Python objects.
+//! resolver reads (a [`PackedRecord`]), so resolving never touches Python objects.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
@@ -20,96 +20,20 @@ use super::convert::{
 use super::errors::guarded;
 use super::InternalError;
 use crate::error::{ErrorKind, InputError};
-use crate::model::{Authority, ScopeKind, Status, Vocabulary};
-use crate::resolve::{Record, ScopeRef};
+use crate::model::{Authority, Status, Vocabulary};
+use crate::resolve::{PackedRecord, Record, ScopeRef};
 
-/// What the resolver reads, owned by the record. The record's strings share
-/// one allocation (id, key, scope ids, `supersedes`, back to back), so the
-/// resolver touches one or two cache lines per record, not five allocations.
-pub(crate) struct NativeFields {
-    text: Box<str>,
-    /// Where each string ends in `text`: id, key, scope first, scope second,
-    /// scope owner, supersedes.
-    ends: [u32; 6],
-    has_owner: bool,
-    has_supersedes: bool,
-    scope_kind: ScopeKind,
-    status: Status,
-    authority: Authority,
-    version: i64,
-    valid_from: i64,
-    valid_until: Option<i64>,
-    observed_at: Option<i64>,
-}
-
-/// The strings a record's `NativeFields` hold.
-struct NativeText<'a> {
-    id: &'a str,
-    key: &'a str,
-    scope_first: &'a str,
-    scope_second: &'a str,
-    scope_owner: Option<&'a str>,
-    supersedes: Option<&'a str>,
-}
-
-impl NativeFields {
-    fn pack_text(parts: &NativeText<'_>) -> PyResult<(Box<str>, [u32; 6])> {
-        let pieces = [
-            parts.id,
-            parts.key,
-            parts.scope_first,
-            parts.scope_second,
-            parts.scope_owner.unwrap_or(""),
-            parts.supersedes.unwrap_or(""),
-        ];
-        let mut text = String::with_capacity(pieces.iter().map(|piece| piece.len()).sum());
-        let mut ends = [0_u32; 6];
-        for (end, piece) in ends.iter_mut().zip(pieces) {
-            text.push_str(piece);
-            *end = u32::try_from(text.len()).map_err(|_| {
-                super::errors::invalid_input(&InputError {
-                    kind: ErrorKind::OutOfRange,
-                    field: "id".to_owned(),
-                    row: None,
-                    record_id: None,
-                    message: "record: its id, key, scope ids and supersedes exceed 4 GiB \
-                              together, the most one native record holds"
-                        .to_owned(),
-                })
-            })?;
-        }
-        Ok((text.into_boxed_str(), ends))
-    }
-
-    fn piece(&self, index: usize) -> &str {
-        let start = match index.checked_sub(1) {
-            Some(before) => self.ends.get(before).copied().unwrap_or(0),
-            None => 0,
-        };
-        let end = self.ends.get(index).copied().unwrap_or(start);
-        // Boundaries were taken from the pieces themselves, so `get` always succeeds.
-        self.text.get(start as usize..end as usize).unwrap_or("")
-    }
-
-    pub(crate) fn record(&self) -> Record<'_> {
-        Record {
-            id: self.piece(0),
-            key: self.piece(1),
-            scope: ScopeRef {
-                kind: self.scope_kind,
-                first: self.piece(2),
-                second: self.piece(3),
-                owner: self.has_owner.then(|| self.piece(4)),
-            },
-            status: self.status,
-            authority: self.authority,
-            version: self.version,
-            valid_from: self.valid_from,
-            valid_until: self.valid_until,
-            observed_at: self.observed_at,
-            supersedes: self.has_supersedes.then(|| self.piece(5)),
-        }
-    }
+/// The error for a record whose strings exceed what one packed record holds.
+fn too_large() -> PyErr {
+    super::errors::invalid_input(&InputError {
+        kind: ErrorKind::OutOfRange,
+        field: "id".to_owned(),
+        row: None,
+        record_id: None,
+        message: "record: its id, key, scope ids and supersedes exceed 4 GiB \
+                  together, the most one native record holds"
+            .to_owned(),
+    })
 }
 
 /// The checked Python values, returned by the attribute getters.
@@ -364,12 +288,12 @@ fn entry<V: Vocabulary>(code: usize, field: &str) -> PyResult<V> {
 /// The native storage of a memory record (private: build `memresolve.MemoryRecord`).
 #[pyclass(frozen, subclass, module = "memresolve._native")]
 pub(crate) struct RecordCore {
-    native: NativeFields,
+    native: PackedRecord,
     python: PythonFields,
 }
 
 impl RecordCore {
-    pub(crate) fn native(&self) -> &NativeFields {
+    pub(crate) fn native(&self) -> &PackedRecord {
         &self.native
     }
 
@@ -456,28 +380,26 @@ impl RecordCore {
                 .as_ref()
                 .map(|object| read(object, "supersedes"))
                 .transpose()?;
-            let (text, ends) = NativeFields::pack_text(&NativeText {
+            let native = PackedRecord::new(&Record {
                 id: read(&id_object, "id")?,
                 key: read(&key_object, "key")?,
-                scope_first: &scope_read.first,
-                scope_second: &scope_read.second,
-                scope_owner: scope_read.owner.as_deref(),
-                supersedes: supersedes_text,
-            })?;
-            Ok(Self {
-                native: NativeFields {
-                    text,
-                    ends,
-                    has_owner: scope_read.owner.is_some(),
-                    has_supersedes: supersedes_text.is_some(),
-                    scope_kind: scope_read.kind,
-                    status: entry(status_code, "status")?,
-                    authority: entry(authority_code, "authority")?,
-                    version: version_number,
-                    valid_from: valid_from_micros,
-                    valid_until: valid_until_micros,
-                    observed_at: observed_micros,
+                scope: ScopeRef {
+                    kind: scope_read.kind,
+                    first: &scope_read.first,
+                    second: &scope_read.second,
+                    owner: scope_read.owner.as_deref(),
                 },
+                status: entry(status_code, "status")?,
+                authority: entry(authority_code, "authority")?,
+                version: version_number,
+                valid_from: valid_from_micros,
+                valid_until: valid_until_micros,
+                observed_at: observed_micros,
+                supersedes: supersedes_text,
+            })
+            .map_err(|_| too_large())?;
+            Ok(Self {
+                native,
                 python: PythonFields {
                     id: id_object.unbind(),
                     key: key_object.unbind(),

@@ -159,6 +159,44 @@ pub struct Record<'a> {
     pub supersedes: Option<&'a str>,
 }
 
+impl<'a> Record<'a> {
+    /// A record of these parts.
+    #[must_use]
+    pub fn of(
+        id: &'a str,
+        key: &'a str,
+        scope: ScopeRef<'a>,
+        facts: Facts,
+        supersedes: Option<&'a str>,
+    ) -> Self {
+        Self {
+            id,
+            key,
+            scope,
+            status: facts.status,
+            authority: facts.authority,
+            version: facts.version,
+            valid_from: facts.valid_from,
+            valid_until: facts.valid_until,
+            observed_at: facts.observed_at,
+            supersedes,
+        }
+    }
+
+    /// The fields rules compare.
+    #[must_use]
+    pub fn facts(&self) -> Facts {
+        Facts {
+            status: self.status,
+            authority: self.authority,
+            version: self.version,
+            valid_from: self.valid_from,
+            valid_until: self.valid_until,
+            observed_at: self.observed_at,
+        }
+    }
+}
+
 /// The candidates of one resolution, one column per field.
 ///
 /// Rows are positions; results name candidates by row. Ids must be unique
@@ -234,19 +272,13 @@ impl<'a> CandidateSet<'a> {
     /// The candidate at `row`, or `None` past the end.
     #[must_use]
     pub fn get(&self, row: usize) -> Option<Record<'a>> {
-        let facts = self.facts(row)?;
-        Some(Record {
-            id: self.ids.get(row)?,
-            key: self.keys.get(row)?,
-            scope: *self.scopes.get(row)?,
-            status: facts.status,
-            authority: facts.authority,
-            version: facts.version,
-            valid_from: facts.valid_from,
-            valid_until: facts.valid_until,
-            observed_at: facts.observed_at,
-            supersedes: *self.supersedes.get(row)?,
-        })
+        Some(Record::of(
+            self.ids.get(row)?,
+            self.keys.get(row)?,
+            *self.scopes.get(row)?,
+            self.facts(row)?,
+            *self.supersedes.get(row)?,
+        ))
     }
 
     /// Every candidate with its row, in row order.

@@ -10,6 +10,7 @@ pub mod candidates;
 pub mod forget;
 pub mod hash;
 pub mod order;
+pub mod packed;
 pub mod precedence;
 pub mod prepared;
 pub mod scope;
@@ -19,6 +20,7 @@ pub mod view;
 
 pub use candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Slot, Tombstone};
 pub use forget::{ContextTombstones, TombstoneIndex};
+pub use packed::{PackedCandidates, PackedRecord};
 pub use view::{Candidates, ContextCandidates};
 
 use crate::error::Broken;
@@ -154,20 +156,64 @@ pub fn resolve_in_id_order(
     tombstones: &TombstoneIndex<'_>,
     by_id: &[usize],
 ) -> Result<Resolution, Broken> {
+    resolve_view_in_id_order(
+        &ContextCandidates::new(candidates, context, tombstones),
+        context,
+        by_id,
+    )
+}
+
+/// [`resolve_in_id_order`] of packed records, read where they are.
+///
+/// # Errors
+/// As [`resolve_in_id_order`].
+pub fn resolve_packed_in_id_order(
+    records: &[&PackedRecord],
+    context: &Context<'_>,
+    tombstones: &TombstoneIndex<'_>,
+    by_id: &[usize],
+) -> Result<Resolution, Broken> {
+    resolve_view_in_id_order(
+        &PackedCandidates::new(records, context, tombstones),
+        context,
+        by_id,
+    )
+}
+
+/// Resolves one context's `view` of its candidates, `by_id` listing their
+/// positions in id order.
+fn resolve_view_in_id_order<'k, C: Candidates>(
+    view: &C,
+    context: &Context<'_>,
+    by_id: &[usize],
+) -> Result<Resolution, Broken>
+where
+    C::Key: Into<&'k str>,
+{
     const NOT_ROWS: Broken = Broken("the id order does not list every candidate once");
-    if by_id.len() != candidates.len() {
+    if by_id.len() != view.len() {
         return Err(NOT_ROWS);
     }
-    let outcomes = decide(candidates, context, tombstones)?;
-    let mut active = Vec::new();
+    let mut outcomes = Vec::new();
+    let mut scratch = Scratch::default();
+    decide_into(view, context.now, &mut scratch, &mut outcomes)?;
     let mut excluded = Vec::with_capacity(outcomes.len());
     for &row in by_id {
-        match outcomes.get(row).ok_or(NOT_ROWS)? {
-            None => active.push(row),
-            Some(reason) => excluded.push((row, *reason)),
+        if let Some(reason) = outcomes.get(row).ok_or(NOT_ROWS)? {
+            excluded.push((row, *reason));
         }
     }
-    order::sort_active(candidates, context, &mut active)?;
+    // The winners are the survivors of stages 1-3 that no later stage
+    // excluded, and the survivors carry the slot and key their order needs.
+    let winners = scratch
+        .survivors
+        .iter()
+        .filter(|(row, _, _)| matches!(outcomes.get(*row), Some(None)))
+        .map(|&(row, slot, key)| (row, slot, key.into()));
+    let active = order::winners_in_order(context, winners);
+    if active.len() + excluded.len() != outcomes.len() {
+        return Err(NOT_ROWS);
+    }
     Ok(Resolution { active, excluded })
 }
 

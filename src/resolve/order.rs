@@ -101,7 +101,6 @@ pub fn sort_active(
     rows: &mut [usize],
 ) -> Result<(), Broken> {
     let rank_of_slot = scope_ranks(context);
-    // Gathered once, so comparisons read small tuples, not the columns.
     let mut keyed: Vec<(usize, u128, &str, usize)> = Vec::with_capacity(rows.len());
     for &row in rows.iter() {
         let (slot, key) = candidates
@@ -110,20 +109,50 @@ pub fn sort_active(
             .zip(candidates.keys().get(row))
             .map(|(scope, key)| (scope.slot(), *key))
             .ok_or(Broken("a winner row is not a candidate"))?;
-        let rank = rank_of_slot
-            .get(slot.index())
-            .copied()
-            .unwrap_or(usize::MAX);
-        keyed.push((rank, prefix(key), key, row));
+        keyed.push(ranked(&rank_of_slot, row, slot, key));
     }
-    keyed.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| compare_text((a.1, a.2), (b.1, b.2)))
-    });
+    sort_ranked(&mut keyed);
     for (slot, entry) in rows.iter_mut().zip(keyed) {
         *slot = entry.3;
     }
     Ok(())
+}
+
+/// The rows of `winners`, each given with its slot and key, by (scope id, key).
+#[must_use]
+pub fn winners_in_order<'k>(
+    context: &Context<'_>,
+    winners: impl IntoIterator<Item = (usize, Slot, &'k str)>,
+) -> Vec<usize> {
+    let rank_of_slot = scope_ranks(context);
+    let mut keyed: Vec<(usize, u128, &str, usize)> = winners
+        .into_iter()
+        .map(|(row, slot, key)| ranked(&rank_of_slot, row, slot, key))
+        .collect();
+    sort_ranked(&mut keyed);
+    keyed.into_iter().map(|entry| entry.3).collect()
+}
+
+/// A winner's sort entry: (its scope's rank, its key's prefix, its key, its row).
+/// Gathered once, so comparisons read small tuples, not the columns.
+fn ranked<'k>(
+    rank_of_slot: &[usize; 8],
+    row: usize,
+    slot: Slot,
+    key: &'k str,
+) -> (usize, u128, &'k str, usize) {
+    let rank = rank_of_slot
+        .get(slot.index())
+        .copied()
+        .unwrap_or(usize::MAX);
+    (rank, prefix(key), key, row)
+}
+
+fn sort_ranked(keyed: &mut [(usize, u128, &str, usize)]) {
+    keyed.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| compare_text((a.1, a.2), (b.1, b.2)))
+    });
 }
 
 /// Sorts excluded rows by id.
@@ -147,11 +176,19 @@ pub fn sort_excluded(
 /// # Errors
 /// The first repeated id, as above.
 pub fn rows_by_id(candidates: &CandidateSet<'_>) -> Result<Vec<usize>, (usize, usize)> {
-    let mut keyed: Vec<(u128, &str, usize)> = candidates
-        .ids()
-        .iter()
+    rows_by_id_of(candidates.ids().iter().copied())
+}
+
+/// [`rows_by_id`] of the ids of rows `0..`, in row order.
+///
+/// # Errors
+/// The first repeated id, as [`rows_by_id`].
+pub fn rows_by_id_of<'t>(
+    ids: impl ExactSizeIterator<Item = &'t str>,
+) -> Result<Vec<usize>, (usize, usize)> {
+    let mut keyed: Vec<(u128, &str, usize)> = ids
         .enumerate()
-        .map(|(row, id)| (prefix(id), *id, row))
+        .map(|(row, id)| (prefix(id), id, row))
         .collect();
     let order = |a: &(u128, &str, usize), b: &(u128, &str, usize)| {
         compare_text((a.0, a.1), (b.0, b.1)).then(a.2.cmp(&b.2))

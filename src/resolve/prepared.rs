@@ -120,17 +120,6 @@ pub struct PreparedScratch {
     pipeline: Scratch<u32, u32>,
 }
 
-fn facts_of(record: &Record<'_>) -> Facts {
-    Facts {
-        status: record.status,
-        authority: record.authority,
-        version: record.version,
-        valid_from: record.valid_from,
-        valid_until: record.valid_until,
-        observed_at: record.observed_at,
-    }
-}
-
 fn number(count: usize) -> Result<u32, Refused> {
     u32::try_from(count)
         .ok()
@@ -248,7 +237,7 @@ impl PreparedSet {
         self.keys.push(key);
         self.scope_of_row.push(scope);
         self.group_of_row.push(group);
-        self.facts.push(facts_of(record));
+        self.facts.push(record.facts());
         self.targets.push(target);
         self.id_ranks.push(0);
         Ok(())

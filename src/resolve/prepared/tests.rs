@@ -2,98 +2,12 @@
 //! every context, on generated sets where ids, keys and scopes collide.
 
 use super::*;
-use crate::model::{Authority, Reason, Status};
+use crate::model::{Authority, Reason};
 use crate::resolve::{resolve, Record, TombstoneIndex};
+use crate::test_support::generated::{contexts, random_records, random_tombstones};
 use crate::test_support::{self, record, set_of, Rng};
 
-const NOW: i64 = 1_000;
-
-// Ids in an order that differs from row order, with `:` and non-ASCII.
-const IDS: [&str; 12] = [
-    "m", "b", "a:b", "a", "é", "z", "𝔘", "c%", "A", "ab", "b:", "k",
-];
-const KEYS: [&str; 3] = ["name", "home", "pet:name"];
-
-fn scopes() -> Vec<ScopeRef<'static>> {
-    vec![
-        ScopeRef::user("u"),
-        ScopeRef::user("v"),
-        ScopeRef::character("u", "c"),
-        ScopeRef::character("u", "d"),
-        ScopeRef::conversation("k"),
-        ScopeRef::conversation("k").owned_by("u"),
-        ScopeRef::conversation("k").owned_by("v"),
-        ScopeRef::conversation("j"),
-        ScopeRef::scene("k", "s"),
-        ScopeRef::scene("k", "s").owned_by("u"),
-        ScopeRef::scene("k", "t"),
-    ]
-}
-
-fn contexts() -> Vec<Context<'static>> {
-    test_support::contexts(
-        &[NOW - 1, NOW, NOW + 1, NOW + 100],
-        &["u", "v"],
-        &["c", "d"],
-        &[None, Some("s"), Some("t")],
-    )
-}
-
-fn random_records(rng: &mut Rng) -> Vec<Record<'static>> {
-    let scopes = scopes();
-    let ends = [
-        None,
-        Some(NOW - 10),
-        Some(NOW),
-        Some(NOW + 1),
-        Some(NOW + 50),
-    ];
-    let statuses = [
-        Status::Active,
-        Status::Active,
-        Status::Active,
-        Status::Superseded,
-        Status::Expired,
-        Status::Forgotten,
-    ];
-    let authorities = [
-        Authority::ModelInferred,
-        Authority::RuleExtracted,
-        Authority::UserConfirmed,
-        Authority::UserCorrected,
-    ];
-    let count = rng.below(IDS.len() + 1);
-    (0..count)
-        .map(|row| {
-            let valid_from = rng.pick(&[NOW - 20, NOW - 5, NOW, NOW + 1]);
-            let named = rng.pick(&IDS);
-            Record {
-                id: IDS[row],
-                key: rng.pick(&KEYS),
-                scope: rng.pick(&scopes),
-                status: rng.pick(&statuses),
-                authority: rng.pick(&authorities),
-                version: i64::try_from(rng.below(3)).unwrap_or(0),
-                valid_from,
-                valid_until: rng.pick(&ends),
-                observed_at: rng.pick(&[None, None, Some(NOW - 30), Some(NOW - 3)]),
-                // Some name another candidate (or itself), some a missing id.
-                supersedes: rng.pick(&[None, None, Some(named), Some("gone")]),
-            }
-        })
-        .collect()
-}
-
-fn random_tombstones(rng: &mut Rng) -> Vec<Tombstone<'static>> {
-    let scopes = scopes();
-    (0..rng.below(4))
-        .map(|_| Tombstone {
-            key: rng.pick(&["name", "home", "other"]),
-            scope: rng.pick(&scopes),
-            blocks_sources_before: rng.pick(&[NOW - 30, NOW - 5, NOW, NOW + 10]),
-        })
-        .collect()
-}
+const NOW: i64 = test_support::generated::NOW;
 
 fn prepared(records: &[Record<'static>], tombstones: &[Tombstone<'static>]) -> PreparedSet {
     match PreparedSet::new(&set_of(records), tombstones) {

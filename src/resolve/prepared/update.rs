@@ -2,7 +2,7 @@
 //! ([`PreparedSet::push`]), a tombstone told ([`PreparedSet::forget`]), and
 //! the checks a caller needs to put an erased record in its candidate's place.
 
-use super::{facts_of, number, OwnedScope, PreparedSet, Refused, NO_ROW};
+use super::{number, OwnedScope, PreparedSet, Refused, NO_ROW};
 use crate::error::Broken;
 use crate::resolve::candidates::{Record, ScopeRef, Tombstone};
 
@@ -171,7 +171,7 @@ impl PreparedSet {
             Some(&target) => record.supersedes == Some(self.id_of(target)),
             None => false,
         };
-        self.facts.get(index) == Some(&facts_of(record))
+        self.facts.get(index) == Some(&record.facts())
             && self.id_of(row) == record.id
             && self.key_of(row) == record.key
             && self
