@@ -13,7 +13,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use memresolve::model::{Authority, Status};
-use memresolve::resolve::order::rows_by_id_of;
+use memresolve::resolve::order::rows_by_id;
 use memresolve::resolve::prepared::{PreparedScratch, PreparedSet};
 use memresolve::resolve::{
     resolve, resolve_packed_in_id_order, CandidateSet, Context, PackedRecord, Record, ScopeRef,
@@ -203,10 +203,12 @@ fn bench_resolve(c: &mut Criterion) {
             .collect();
         let packed: Vec<&PackedRecord> = owned.iter().collect();
         let tombstones = tombstones(&work, count);
+        // Timed below is the check that passes, never its error path.
+        assert!(rows_by_id(packed.iter().map(|record| record.id())).is_ok());
         group.throughput(Throughput::Elements(count as u64));
         group.bench_with_input(BenchmarkId::from_parameter(count), &packed, |b, packed| {
             b.iter(|| {
-                let by_id = rows_by_id_of(black_box(packed).iter().map(|record| record.id()))
+                let by_id = rows_by_id(black_box(packed).iter().map(|record| record.id()))
                     .unwrap_or_default();
                 let index = TombstoneIndex::new(black_box(&tombstones));
                 resolve_packed_in_id_order(packed, black_box(&context), &index, &by_id)

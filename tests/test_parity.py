@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -379,6 +379,38 @@ def test_every_call_reports_the_first_bad_argument_alike(
         )
     }
     assert len(errors) == 1, errors
+
+
+class _Tombstones(tuple[mr.ForgetTombstone, ...]):
+    """A tuple subclass: not the exact empty tuple the native call skips checking."""
+
+
+class _Context(mr.RetrievalContext):
+    """A subclass of the context: accepted by every call."""
+
+
+def test_every_call_accepts_the_same_spellings_of_its_arguments() -> None:
+    records = [record("a"), record("b", value="other", version=2)]
+    base = context()
+    fields = {name: getattr(base, name) for name in base.__dataclass_fields__}
+    kernels = _kernels()
+    for the_context in (base, _Context(**fields)):
+        spellings: tuple[Iterable[mr.ForgetTombstone] | None, ...] = (
+            (),
+            [],
+            None,
+            _Tombstones(),
+            iter([]),
+            _Tombstones([forget("k", blocks_sources_before=day(1))]),
+        )
+        for tombstones in spellings:
+            expected = resolve_with(kernels[0].resolve_rows, records, base, list(tombstones or ()))
+            for kernel in kernels:
+                given_tombstones: Iterable[mr.ForgetTombstone] | None = (
+                    iter([]) if isinstance(tombstones, Iterator) else tombstones
+                )
+                assert kernel.resolve(records, the_context, given_tombstones) == expected
+                assert kernel.resolve(tuple(records), the_context, given_tombstones) == expected
 
 
 def test_the_bare_native_storage_is_not_a_record() -> None:

@@ -209,7 +209,10 @@ class Resolution:
     def from_raw(cls, candidates: Sequence[MemoryRecord], raw: RawResolution) -> Resolution:
         """The public result of a kernel's rows; ``excluded`` and ``trace`` are
         materialised lazily."""
-        return resolution_of_rows(candidates, raw.active, raw.excluded_rows, raw.excluded_codes)
+        rows = raw.excluded_rows
+        if type(rows) is bytes:  # a sequence of small ints, not the native kernel's u32 bytes
+            rows = tuple(rows)
+        return resolution_of_rows(candidates, raw.active, rows, raw.excluded_codes)
 
     @property
     def excluded(self) -> tuple[Exclusion, ...]:

@@ -14,7 +14,7 @@ use super::InternalError;
 use crate::error::{ErrorKind, InputError};
 use std::sync::Mutex;
 
-use crate::resolve::order::rows_by_id_of;
+use crate::resolve::order::rows_by_id;
 use crate::resolve::prepared::{PreparedScratch, PreparedSet, Refused};
 use crate::resolve::{
     resolve_packed_in_id_order, CandidateSet, Context, PackedRecord, Resolution, Tombstone,
@@ -357,7 +357,7 @@ pub(crate) fn resolve_rows<'py>(
         // Read where they are: copying them into a `CandidateSet` costs more.
         let packed: Vec<&PackedRecord> = cores.iter().map(|core| core.get().native()).collect();
         // One sort checks the ids and orders the exclusions.
-        let by_id = rows_by_id_of(packed.iter().map(|record| record.id()))
+        let by_id = rows_by_id(packed.iter().map(|record| record.id()))
             .map_err(|(earlier, row)| repeated_id(package, &cores, earlier, row))?;
         if let Some(error) = not_a_record {
             return Err(error);

@@ -144,59 +144,31 @@ pub fn decide(
     Ok(outcomes)
 }
 
-/// [`resolve`] with the exclusions read off `by_id`, the rows in id order
-/// ([`order::rows_by_id`], which also checks that ids are unique): the sort
-/// that checks the input is the sort of the output.
+/// [`resolve`] of packed records, read where they are, with the exclusions
+/// read off `by_id`, the rows in id order ([`order::rows_by_id`], which also
+/// checks that ids are unique): the sort that checks the input is the sort of
+/// the output. What `mr.resolve` runs.
+///
+/// `by_id` must list every row once, as [`order::rows_by_id`] gives it; an
+/// order of another length is refused, another mistake gives an unspecified
+/// answer (the binding checks that every candidate has one outcome).
 ///
 /// # Errors
-/// [`Broken`], as [`decide_into`], and when `by_id` does not list every row once.
-pub fn resolve_in_id_order(
-    candidates: &CandidateSet<'_>,
-    context: &Context<'_>,
-    tombstones: &TombstoneIndex<'_>,
-    by_id: &[usize],
-) -> Result<Resolution, Broken> {
-    resolve_view_in_id_order(
-        &ContextCandidates::new(candidates, context, tombstones),
-        context,
-        by_id,
-    )
-}
-
-/// [`resolve_in_id_order`] of packed records, read where they are.
-///
-/// # Errors
-/// As [`resolve_in_id_order`].
+/// [`Broken`], as [`decide_into`], and when `by_id` names other rows.
 pub fn resolve_packed_in_id_order(
     records: &[&PackedRecord],
     context: &Context<'_>,
     tombstones: &TombstoneIndex<'_>,
     by_id: &[usize],
 ) -> Result<Resolution, Broken> {
-    resolve_view_in_id_order(
-        &PackedCandidates::new(records, context, tombstones),
-        context,
-        by_id,
-    )
-}
-
-/// Resolves one context's `view` of its candidates, `by_id` listing their
-/// positions in id order.
-fn resolve_view_in_id_order<'k, C: Candidates>(
-    view: &C,
-    context: &Context<'_>,
-    by_id: &[usize],
-) -> Result<Resolution, Broken>
-where
-    C::Key: Into<&'k str>,
-{
     const NOT_ROWS: Broken = Broken("the id order does not list every candidate once");
-    if by_id.len() != view.len() {
+    if by_id.len() != records.len() {
         return Err(NOT_ROWS);
     }
+    let view = PackedCandidates::new(records, context, tombstones);
     let mut outcomes = Vec::new();
     let mut scratch = Scratch::default();
-    decide_into(view, context.now, &mut scratch, &mut outcomes)?;
+    decide_into(&view, context.now, &mut scratch, &mut outcomes)?;
     let mut excluded = Vec::with_capacity(outcomes.len());
     for &row in by_id {
         if let Some(reason) = outcomes.get(row).ok_or(NOT_ROWS)? {
@@ -209,10 +181,10 @@ where
         .survivors
         .iter()
         .filter(|(row, _, _)| matches!(outcomes.get(*row), Some(None)))
-        .map(|&(row, slot, key)| (row, slot, key.into()));
+        .map(|&(row, slot, key)| (row, slot, key.0));
     let active = order::winners_in_order(context, winners);
     if active.len() + excluded.len() != outcomes.len() {
-        return Err(NOT_ROWS);
+        return Err(Broken("a candidate has no outcome, or two"));
     }
     Ok(Resolution { active, excluded })
 }

@@ -167,23 +167,16 @@ pub fn sort_excluded(
     sort_by_text(rows, |&(row, _)| ids.get(row).copied())
 }
 
-/// The rows of `candidates` by id (code point order), or the first repeated
-/// id as `(earlier, later)`: the smallest `later` whose id appears at an
-/// earlier row, with the first such row (as
+/// The rows `0..` of `ids` (each row's id, in row order) by id, in code
+/// point order, or the first repeated id as `(earlier, later)`: the smallest
+/// `later` whose id appears at an earlier row, with the first such row (as
 /// [`CandidateSet::first_duplicate_id`]). One sort serves both the check the
-/// input needs and the order of the exclusions ([`super::resolve_in_id_order`]).
+/// input needs and the order of the exclusions
+/// ([`super::resolve_packed_in_id_order`]).
 ///
 /// # Errors
 /// The first repeated id, as above.
-pub fn rows_by_id(candidates: &CandidateSet<'_>) -> Result<Vec<usize>, (usize, usize)> {
-    rows_by_id_of(candidates.ids().iter().copied())
-}
-
-/// [`rows_by_id`] of the ids of rows `0..`, in row order.
-///
-/// # Errors
-/// The first repeated id, as [`rows_by_id`].
-pub fn rows_by_id_of<'t>(
+pub fn rows_by_id<'t>(
     ids: impl ExactSizeIterator<Item = &'t str>,
 ) -> Result<Vec<usize>, (usize, usize)> {
     let mut keyed: Vec<(u128, &str, usize)> = ids

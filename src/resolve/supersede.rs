@@ -32,13 +32,11 @@ impl<I: Eq + Hash> SupersededIds<I> {
         }
     }
 
-    #[inline]
     pub fn add_edge(&mut self, target: I) {
         self.named.insert(target);
     }
 
     #[must_use]
-    #[inline]
     pub fn contains(&self, id: &I) -> bool {
         !self.named.is_empty() && self.named.contains(id)
     }

@@ -346,8 +346,9 @@ fn the_first_duplicate_is_the_earliest_repeat_in_row_order() {
     });
     assert_eq!(unique.first_duplicate_id(), Some((123_456, 300_000)));
     // The id sort of the per-turn path finds the same repeat, on all cores too.
-    assert_eq!(order::rows_by_id(&unique), Err((123_456, 300_000)));
-    assert_eq!(order::rows_by_id(&set), Err((1, 3)));
+    let ids_of = |set: &CandidateSet<'_>| order::rows_by_id(set.ids().iter().copied());
+    assert_eq!(ids_of(&unique), Err((123_456, 300_000)));
+    assert_eq!(ids_of(&set), Err((1, 3)));
 }
 
 #[test]
@@ -378,13 +379,23 @@ fn one_id_sort_checks_ids_and_orders_exclusions_as_resolve_does() {
                     ..record(ids[i], key)
                 });
             }
-            match (order::rows_by_id(&set), set.first_duplicate_id()) {
+            match (
+                order::rows_by_id(set.ids().iter().copied()),
+                set.first_duplicate_id(),
+            ) {
                 (Err(repeat), Some(expected)) => assert_eq!(repeat, expected, "{chosen:?}"),
                 (Ok(by_id), None) => {
                     let context = context();
                     let index = TombstoneIndex::default();
+                    let owned: Vec<PackedRecord> = set
+                        .iter()
+                        .filter_map(|(_, record)| PackedRecord::new(&record).ok())
+                        .collect();
+                    let packed: Vec<&PackedRecord> = owned.iter().collect();
                     assert_eq!(
-                        ok(resolve_in_id_order(&set, &context, &index, &by_id)),
+                        ok(resolve_packed_in_id_order(
+                            &packed, &context, &index, &by_id
+                        )),
                         ok(resolve(&set, &context, &index)),
                         "{chosen:?}"
                     );

@@ -1,9 +1,11 @@
 //! What the pipeline reads: one context's view of its candidates.
 //!
 //! [`super::decide_into`] is written once against [`Candidates`]. The
-//! per-turn form implements it over a [`CandidateSet`] of borrowed strings
-//! ([`ContextCandidates`]); the batch form over a store whose ids, keys and
-//! scopes were interned to numbers once (`crate::batch`). Identity is all the
+//! per-turn forms implement it over a [`CandidateSet`] of borrowed strings
+//! ([`ContextCandidates`]) and over records' packed storage, read in place
+//! ([`super::PackedCandidates`], what `mr.resolve` runs); the batch form over
+//! a store whose ids, keys and scopes were interned to numbers once
+//! (`crate::batch`). Identity is all the
 //! two differ in: what names a record to another's `supersedes`, and what
 //! names a key, are associated types, so the batch hashes integers where the
 //! per-turn form hashes strings, and every rule stays in one place.
