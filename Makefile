@@ -69,7 +69,8 @@ test-python: spark-executors
 	# then stored in pure Python; test_parity feeds them to the native kernel too.
 	MEMRESOLVE_BACKEND=reference $(PY) -m pytest -q -p no:cacheprovider \
 		tests/test_backend.py tests/test_tutorial.py tests/test_spec_fixes.py \
-		tests/test_parity.py tests/test_parity_records.py
+		tests/test_parity.py tests/test_parity_records.py tests/test_store.py \
+		tests/test_store_guarantees.py
 	# Benchmarks run once each, untimed, so they cannot rot.
 	$(PY) -m pytest -q -p no:cacheprovider benches --benchmark-disable
 

@@ -25,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import memresolve as mr
 from conftest import PROFILE
+from memresolve import _store_schema as schema
 from memresolve import reference
 from memresolve._call import resolve_prepared, resolve_with
 from memresolve._kernels import get_backend
@@ -113,6 +114,16 @@ class StoreAgainstReference(RuleBasedStateMachine):
     def choose_universe(self, universe: Universe) -> None:
         self.universe = universe
 
+    def _conflicts(self, record: mr.MemoryRecord) -> bool:
+        """Whether the store must refuse ``record``: it holds the id with other content,
+        judged (once the text is erased) by the fields an erasure leaves."""
+        first = self.first_added.get(record.id)
+        if first is None:
+            return False
+        if record.id in self.erased_ids:
+            return _public(first) != _public(record)
+        return first != record
+
     def _blocked(self, record: mr.MemoryRecord) -> bool:
         return any(
             t.key == record.key
@@ -133,15 +144,22 @@ class StoreAgainstReference(RuleBasedStateMachine):
             else st.just([])
         )
         batch = [r for r in fresh if r.id not in retried] + [self.first_added[i] for i in retried]
-        conflict = any(r.id in self.first_added and self.first_added[r.id] != r for r in batch)
+        conflict = any(self._conflicts(record) for record in batch)
+        via_arrow = data.draw(st.booleans())
+
+        def add() -> int:
+            if via_arrow:
+                return self.store.add_arrow(mr.records_to_arrow(batch))
+            return self.store.add(batch)
+
         before = len(self.store)
         if conflict:
             with pytest.raises(mr.InvalidInputError) as raised:
-                self.store.add(batch)
+                add()
             assert raised.value.kind is mr.ErrorKind.DUPLICATE_ID
             assert len(self.store) == before, "a refused add writes nothing"
             return
-        added = self.store.add(batch)
+        added = add()
         new = [r for r in batch if r.id not in self.first_added]
         assert added == len(new)
         for record in new:
@@ -224,11 +242,37 @@ class StoreAgainstReference(RuleBasedStateMachine):
 
     @invariant()
     def records_are_held_as_the_model_says(self) -> None:
-        assert len(self.store) == len(self.held)
+        assert [r.to_dict() for r in self.store.records()] == [
+            self.held[record_id].to_dict() for record_id in sorted(self.held)
+        ]
+
+    @invariant()
+    def every_user_resolves_as_the_reference(self) -> None:
+        if self.universe is None:
+            return
+        u = self.universe
+        for user in u.user_ids:
+            context = mr.RetrievalContext(
+                now=BASE_NOW,
+                user_id=user,
+                character_id=u.character_ids[0],
+                conversation_id=u.conversation_ids[0],
+                scene_id=u.scene_ids[0],
+            )
+            expected = reference.resolve(list(self.held.values()), context, tombstones=self.forgets)
+            assert _decisions(self.store.resolve(context)) == _decisions(expected)
 
     def teardown(self) -> None:
         self.store.close()
         self.directory.cleanup()
+
+
+def _public(record: mr.MemoryRecord) -> dict[str, object]:
+    """What an erasure leaves of a record's content: all but its text and status."""
+    fields = record.to_dict()
+    for private in ("value", "source_message_ids", "status"):
+        del fields[private]
+    return fields
 
 
 def _tombstone_key(t: mr.ForgetTombstone) -> tuple[object, ...]:
@@ -364,9 +408,18 @@ def test_forgotten_text_leaves_the_file_and_its_log(tmp_path: Path) -> None:
     assert canary.encode() not in raw
     assert b"msg-CANARY-src" not in raw
     assert canary not in repr(store) + repr(store.get("m1")) + repr(other.resolve(CONTEXT))
+    # No hash of the erased text stays either: it would confirm a guess of the text.
+    original = schema.record_row(_record("m1", canary, source_message_ids=["msg-CANARY-src"]))
+    assert original["content_hash"] not in raw
     with pytest.raises(mr.InvalidInputError) as raised:
-        store.add([_record("m1", "different")])
+        store.add([_record("m1", canary, key="pet.other")])
     assert canary not in str(raised.value)
+    # A retry of the erased record, whatever text it carries, is a no-op: the store can
+    # no longer tell which text the record had.
+    assert store.add([_record("m1", "different", source_message_ids=["x"])]) == 0
+    stored = store.get("m1")
+    assert stored is not None
+    assert (stored.value, stored.source_message_ids) == ("", ())
     other.close()
     store.close()
 
@@ -417,7 +470,7 @@ def test_records_survive_reopening_exactly(tmp_path: Path) -> None:
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     mr.MemoryStore(tmp_path / "m.db").close()
     connection = sqlite3.connect(tmp_path / "m.db")
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
     connection.execute("PRAGMA user_version = 99")
     connection.close()
     with pytest.raises(mr.MemresolveError, match="schema version 99"):
@@ -537,7 +590,10 @@ _WRITER = textwrap.dedent(
 )
 
 
-def test_a_process_killed_while_adding_loses_nothing_committed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("delay", [0.0, 0.013, 0.05])
+def test_a_process_killed_while_adding_loses_nothing_committed(
+    tmp_path: Path, delay: float
+) -> None:
     path = tmp_path / "m.db"
     child = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True
@@ -547,12 +603,15 @@ def test_a_process_killed_while_adding_loses_nothing_committed(tmp_path: Path) -
     deadline = time.monotonic() + 60
     while committed < 5 and time.monotonic() < deadline:
         committed = int(child.stdout.readline())
-    # Killed somewhere inside a later add.
-    time.sleep(0.05)
+    # Killed somewhere inside a later add (each takes about 10 ms).
+    time.sleep(delay)
     child.send_signal(signal.SIGKILL)
     child.wait()
     child.stdout.close()
     assert committed >= 5
+    checking = sqlite3.connect(path)
+    assert checking.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    checking.close()
     store = mr.MemoryStore(path)
     count = len(store)
     assert count % 200 == 0, "no half-written batch"
@@ -952,8 +1011,6 @@ def test_a_write_that_waited_for_another_process_sees_what_that_one_committed(
     """Store A adds while another connection holds the write lock and then commits a
     tombstone. A's add waits for the lock; its next resolve must include that tombstone
     (A must not take the other commit's version as its own)."""
-    from memresolve import _store_schema as schema  # noqa: PLC0415 - the row format
-
     path = tmp_path / "m.db"
     a = mr.MemoryStore(path)
     a.add([_record("m1", key="home", valid_from=_t(1))])

@@ -74,6 +74,7 @@ from memresolve._types import (
 from memresolve._version import __version__
 from memresolve.errors import (
     BackendUnavailableError,
+    ErasureDelayedWarning,
     ErrorKind,
     InternalError,
     InvalidInputError,
@@ -90,6 +91,7 @@ __all__ = [
     "ConversationScope",
     "DatasetSummary",
     "ErasedUser",
+    "ErasureDelayedWarning",
     "ErrorKind",
     "Exclusion",
     "Explanation",

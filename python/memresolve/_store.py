@@ -16,22 +16,22 @@ the file no longer holds the text.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
-from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
 
 from memresolve import _arguments as arguments
 from memresolve import _store_schema as schema
+from memresolve import _store_sql as sql
 from memresolve._api import resolve_batch
 from memresolve._arrow import records_from_arrow, records_to_arrow, tombstones_to_arrow
 from memresolve._call import record_rows, resolve_prepared
@@ -42,16 +42,26 @@ from memresolve._kernels import SELECTED
 from memresolve._records import MemoryRecord, check_records, check_scope
 from memresolve._result import Resolution
 from memresolve._scopes import Scope, scope_id
+from memresolve._store_async import in_thread
 from memresolve._store_cache import ScopeRows, StoreCache
 from memresolve._types import Reason
 from memresolve._validate import Subject, instant, text
-from memresolve.errors import ErrorKind, InvalidInputError, MemresolveError
+from memresolve.errors import (
+    ErasureDelayedWarning,
+    ErrorKind,
+    InvalidInputError,
+    MemresolveError,
+)
 
 __all__ = ["ErasedUser", "MemoryStore"]
 
 #: Ids per ``IN (...)`` list: below SQLite's default limit of bound parameters.
-_CHUNK: Final = 500
 _ERASED_TEXT: Final = ""
+#: How long a call waits for a lock another connection holds.
+_BUSY_SECONDS: Final = 30.0
+#: How long wiping erased text from the file waits, at most, for reads of older
+#: snapshots in other connections to end (a forget must not stall a turn for long).
+WIPE_WAIT_SECONDS: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,25 +70,6 @@ class ErasedUser:
 
     records: int
     tombstones: int
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
-def _marks(count: int) -> str:
-    return ",".join("?" * count)
-
-
-def _create_private(path: Path) -> None:
-    """Creates ``path`` readable and writable by its owner only (SQLite gives its
-    journal and write-ahead log the same mode)."""
-    try:
-        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        return
-    os.close(descriptor)
 
 
 class MemoryStore:
@@ -102,6 +93,8 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._cache = StoreCache(self._load_scopes, SELECTED.prepare)
         self._connection = self._open()
+        # True while erased text may remain in the file (a wipe found it still read).
+        self._unwiped = False
         self._data_version = self._read_data_version()
 
     # -- opening ---------------------------------------------------------------
@@ -109,9 +102,9 @@ class MemoryStore:
     def _open(self) -> sqlite3.Connection:
         target = ":memory:" if self._path is None else str(self._path)
         if self._path is not None:
-            _create_private(self._path)
+            sql.create_private(self._path)
         connection = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=30.0
+            target, isolation_level=None, check_same_thread=False, timeout=_BUSY_SECONDS
         )
         connection.row_factory = sqlite3.Row
         try:
@@ -151,8 +144,11 @@ class MemoryStore:
             raise
 
     def close(self) -> None:
-        """Closes the file (further calls raise ``sqlite3.ProgrammingError``)."""
+        """Closes the file (further calls raise ``sqlite3.ProgrammingError``), wiping
+        erased text a read kept in it until now (``wipe``)."""
         with self._lock:
+            if self._unwiped and not self._wipe_log():
+                _warn_delayed(stacklevel=4)
             self._connection.close()
 
     def __enter__(self) -> MemoryStore:
@@ -183,8 +179,8 @@ class MemoryStore:
 
     def _load_scopes(self, scope_ids: Sequence[str]) -> dict[str, ScopeRows]:
         loaded = {sid: ScopeRows() for sid in scope_ids}
-        for chunk in _chunks(scope_ids):
-            marks = _marks(len(chunk))
+        for chunk in sql.chunks(scope_ids):
+            marks = sql.marks(len(chunk))
             for row in self._connection.execute(
                 f"SELECT * FROM records WHERE scope_id IN ({marks})",
                 chunk,
@@ -224,14 +220,34 @@ class MemoryStore:
                         connection.execute("ROLLBACK")
                 raise
             self._data_version = version
-            if erases:
-                self._truncate_log()
+            # An erasure wipes its text from the file; a later write retries a wipe
+            # that an open read kept from finishing.
+            if (erases or self._unwiped) and not self._wipe_log() and erases:
+                _warn_delayed(stacklevel=5)
 
-    def _truncate_log(self) -> None:
-        """After a commit: moves committed pages into the file and empties the
-        write-ahead log, so erased text survives in neither."""
-        if self._path is not None:
-            self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    def wipe(self) -> bool:
+        """Moves every committed page into the file and empties the write-ahead log, so
+        that text ``forget`` and ``erase_user`` erased survives in neither (they wipe
+        themselves; this retries after an ``ErasureDelayedWarning``).
+
+        Returns False when a read of an older snapshot, open in another connection,
+        still needs the pages that hold erased text (waited for up to
+        ``WIPE_WAIT_SECONDS``); the store tries again at its next write and on ``close``.
+        """
+        with self._lock:
+            return self._wipe_log()
+
+    def _wipe_log(self) -> bool:
+        if self._path is None:
+            return True  # in memory: secure_delete overwrites freed text, no file holds it
+        connection = self._connection
+        connection.execute(f"PRAGMA busy_timeout = {int(WIPE_WAIT_SECONDS * 1000)}")
+        try:
+            busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {int(_BUSY_SECONDS * 1000)}")
+        self._unwiped = bool(busy)
+        return not busy
 
     # -- writes ----------------------------------------------------------------
 
@@ -252,13 +268,15 @@ class MemoryStore:
         checked = check_records(record_rows(records))
         rows = [schema.record_row(record) for record in checked]
         with self._transaction() as connection:
-            known = self._known_hashes(connection, [row["id"] for row in rows])
+            known = sql.known_hashes(connection, [row["id"] for row in rows])
             new: list[tuple[int, dict[str, Any]]] = []
             for index, row in enumerate(rows):
                 stored = known.get(row["id"])
                 if stored is None:
                     new.append((index, row))
-                elif stored != row["content_hash"]:
+                elif stored.hash != (
+                    schema.erased_hash(row) if stored.erased else row["content_hash"]
+                ):
                     raise InvalidInputError(
                         f"record {row['id']!r}: field 'id' is already in the store with "
                         "other content",
@@ -271,19 +289,20 @@ class MemoryStore:
             # ``forgotten``, is never stored.
             purged = forget_sweep(
                 [checked[index] for index, _ in new],
-                self._tombstones_of(connection, [row["scope_id"] for _, row in new]),
+                sql.tombstones_of(connection, [row["scope_id"] for _, row in new]),
             ).record_ids
             stored_records: list[tuple[str, MemoryRecord]] = []
             for index, row in new:
                 record = checked[index]
                 if row["id"] in purged:
                     row.update(value=_ERASED_TEXT, source_message_ids="[]", erased=1)
+                    row["content_hash"] = schema.erased_hash(row)
                     record = _erased(record)
                 stored_records.append((row["scope_id"], record))
             columns = schema.RECORD_COLUMNS
             values = itemgetter(*columns)
             connection.executemany(
-                f"INSERT INTO records ({','.join(columns)}) VALUES ({_marks(len(columns))})",
+                f"INSERT INTO records ({','.join(columns)}) VALUES ({sql.marks(len(columns))})",
                 [values(row) for _, row in new],
             )
             # In the transaction: a failed commit drops the cache whole.
@@ -329,25 +348,26 @@ class MemoryStore:
             columns = schema.TOMBSTONE_COLUMNS
             insert = (
                 f"INSERT OR IGNORE INTO tombstones ({','.join(columns)}) "
-                f"VALUES ({_marks(len(columns))})"
+                f"VALUES ({sql.marks(len(columns))})"
             )
             for row, tombstone in zip(rows, tombstones, strict=True):
                 # The store may hold this tombstone already (a retried forget).
                 new = connection.execute(insert, itemgetter(*columns)(row)).rowcount == 1
-                candidates = [
-                    schema.record_from_row(found)
-                    for found in connection.execute(
-                        "SELECT * FROM records WHERE scope_id = ? AND key = ? AND erased = 0",
-                        (row["scope_id"], row["key"]),
-                    )
-                ]
+                found = connection.execute(
+                    "SELECT * FROM records WHERE scope_id = ? AND key = ? AND erased = 0",
+                    (row["scope_id"], row["key"]),
+                ).fetchall()
+                candidates = [schema.record_from_row(stored) for stored in found]
                 blocked = {p.record_id for p in forget_sweep(candidates, [tombstone])}
-                for chunk in _chunks(sorted(blocked)):
-                    connection.execute(
-                        "UPDATE records SET value = ?, source_message_ids = '[]', erased = 1 "
-                        f"WHERE id IN ({_marks(len(chunk))})",
-                        (_ERASED_TEXT, *chunk),
-                    )
+                connection.executemany(
+                    "UPDATE records SET value = ?, source_message_ids = '[]', erased = 1, "
+                    "content_hash = ? WHERE id = ?",
+                    [
+                        (_ERASED_TEXT, schema.erased_hash(stored), stored["id"])
+                        for stored in found
+                        if stored["id"] in blocked
+                    ],
+                )
                 erased.extend(blocked)
                 # In the transaction: a failed commit drops the cache whole.
                 self._cache.forget(
@@ -503,72 +523,29 @@ class MemoryStore:
     # Each runs its synchronous twin on a worker thread: SQLite and the resolver
     # never block the event loop.
 
-    async def aresolve(self, context: RetrievalContext) -> Resolution:
-        return await asyncio.to_thread(self.resolve, context)
+    aresolve = in_thread(resolve)
+    aresolve_batch = in_thread(resolve_batch)
+    aexplain = in_thread(explain)
+    ahistory = in_thread(history)
+    aget = in_thread(get)
+    ato_arrow = in_thread(to_arrow)
+    aadd = in_thread(add)
+    aadd_arrow = in_thread(add_arrow)
+    aforget = in_thread(forget)
+    aforget_everywhere = in_thread(forget_everywhere)
+    anormalize = in_thread(normalize)
+    aerase_user = in_thread(erase_user)
+    awipe = in_thread(wipe)
 
-    async def aadd(self, records: Iterable[MemoryRecord]) -> int:
-        return await asyncio.to_thread(self.add, records)
 
-    async def aadd_arrow(self, table: object) -> int:
-        return await asyncio.to_thread(self.add_arrow, table)
-
-    async def aforget(
-        self,
-        key: str,
-        scope: Scope,
-        *,
-        forgotten_at: datetime,
-        blocks_sources_before: datetime | None = None,
-    ) -> tuple[str, ...]:
-        return await asyncio.to_thread(
-            self.forget,
-            key,
-            scope,
-            forgotten_at=forgotten_at,
-            blocks_sources_before=blocks_sources_before,
-        )
-
-    async def aforget_everywhere(
-        self, key: str, context: RetrievalContext, *, at: datetime
-    ) -> tuple[str, ...]:
-        return await asyncio.to_thread(self.forget_everywhere, key, context, at=at)
-
-    async def anormalize(self, now: datetime) -> Normalization:
-        return await asyncio.to_thread(self.normalize, now)
-
-    async def aerase_user(self, user_id: str) -> ErasedUser:
-        return await asyncio.to_thread(self.erase_user, user_id)
-
-    async def aget(self, record_id: str) -> MemoryRecord | None:
-        return await asyncio.to_thread(self.get, record_id)
-
-    # -- helpers ----------------------------------------------------------------
-
-    @staticmethod
-    def _known_hashes(connection: sqlite3.Connection, ids: Sequence[str]) -> dict[str, bytes]:
-        known: dict[str, bytes] = {}
-        for chunk in _chunks(ids):
-            for row in connection.execute(
-                f"SELECT id, content_hash FROM records WHERE id IN ({_marks(len(chunk))})",
-                chunk,
-            ):
-                known[row["id"]] = row["content_hash"]
-        return known
-
-    @staticmethod
-    def _tombstones_of(
-        connection: sqlite3.Connection, scope_ids: Sequence[str]
-    ) -> list[ForgetTombstone]:
-        """The tombstones of the scopes ``scope_ids``."""
-        found: list[ForgetTombstone] = []
-        for chunk in _chunks(list(dict.fromkeys(scope_ids))):
-            found.extend(
-                schema.tombstone_from_row(row)
-                for row in connection.execute(
-                    f"SELECT * FROM tombstones WHERE scope_id IN ({_marks(len(chunk))})", chunk
-                )
-            )
-        return found
+def _warn_delayed(stacklevel: int) -> None:
+    warnings.warn(
+        "store: the erasure is committed, but a read open in another connection still "
+        "holds the erased text in the file; it is wiped at the next write, wipe() or "
+        "close() after that read ends",
+        ErasureDelayedWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _outcome(resolution: Resolution, record_id: str) -> Reason | None:

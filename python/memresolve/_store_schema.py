@@ -5,7 +5,9 @@ the columns of the batch form, ``docs/spec.md`` §4.1, instants as integer micro
 since the epoch, §1.6) and ``tombstones``. Each row also keeps its scope id
 (``scope_id``, §1.2), which is what a retrieval looks rows up by, and each record the
 hash of its content as first added, which is what makes a retried ``add`` a no-op
-even after a forget erased the record's text.
+even after a forget erased the record's text. An erased record keeps a hash of its
+public fields only (``erased_hash``): a hash over the erased text would let anyone who
+holds the file confirm a guess of that text.
 
 The schema version is SQLite's ``user_version``; ``MIGRATIONS[n]`` takes a file from
 version ``n`` to ``n + 1``. A file written by a newer memresolve is refused, never
@@ -17,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from memresolve._inputs import ForgetTombstone
@@ -33,6 +35,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TOMBSTONE_COLUMNS",
     "content_hash",
+    "erased_hash",
     "record_from_row",
     "record_row",
     "tombstone_from_row",
@@ -101,8 +104,22 @@ def _create_version_1(connection: sqlite3.Connection) -> None:
             connection.execute(statement)
 
 
+def _hash_erased_records_publicly(connection: sqlite3.Connection) -> None:
+    """Version 2: an erased record's hash no longer covers its erased text."""
+    cursor = connection.execute("SELECT * FROM records WHERE erased = 1")
+    names = [column[0] for column in cursor.description]
+    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    connection.executemany(
+        "UPDATE records SET content_hash = ? WHERE id = ?",
+        [(erased_hash(row), row["id"]) for row in rows],
+    )
+
+
 #: ``MIGRATIONS[n]`` takes a file from schema version ``n`` to ``n + 1``.
-MIGRATIONS: Final[Sequence[Callable[[sqlite3.Connection], None]]] = (_create_version_1,)
+MIGRATIONS: Final[Sequence[Callable[[sqlite3.Connection], None]]] = (
+    _create_version_1,
+    _hash_erased_records_publicly,
+)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
@@ -134,6 +151,22 @@ def content_hash(row: dict[str, Any]) -> bytes:
     """The hash of a record's row fields (instants as microseconds): equal records,
     whatever the time zones they were written in, have equal hashes."""
     return hashlib.sha256(_canonical({name: row[name] for name in ROW_FIELDS})).digest()
+
+
+#: What an erased record's hash covers: its fields less its private text (erased) and its
+#: status (which ``normalize`` may have rewritten since the record was added).
+_PUBLIC_FIELDS: Final = tuple(
+    name for name in ROW_FIELDS if name not in {"value", "source_message_ids", "status"}
+)
+
+
+def erased_hash(row: Mapping[str, Any]) -> bytes:
+    """The hash an erased record keeps in place of its content hash: of its public
+    fields, as first added (nothing rewrites them), tagged so that it never equals a
+    content hash. A retry of an erased record is judged by it: the store can no longer
+    tell which text the record had, and must not be able to."""
+    public = {name: row[name] for name in _PUBLIC_FIELDS}
+    return hashlib.sha256(b"erased\0" + _canonical(public)).digest()
 
 
 def record_from_row(row: sqlite3.Row) -> MemoryRecord:

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "BackendUnavailableError",
+    "ErasureDelayedWarning",
     "ErrorKind",
     "InternalError",
     "InvalidInputError",
@@ -128,3 +129,10 @@ class MemoryLimitError(MemresolveError, MemoryError):
 
 class InternalError(MemresolveError, RuntimeError):
     """A backend found one of its own invariants broken: a bug, please report it."""
+
+
+class ErasureDelayedWarning(UserWarning):
+    """A store's erasure is committed, but the erased text is still in its file: a read
+    of an older snapshot, open in another connection, still needs the pages that hold
+    it. The store wipes them at its next write, ``wipe()`` or ``close()`` after that
+    read ends."""

@@ -1,0 +1,391 @@
+"""``MemoryStore``'s guarantees beyond its answers: what an erasure leaves in the file
+(no text, no hash of it, even while another connection reads), schema migrations, every
+write refusing bad input whole, asyncio twins that leave the event loop free, and writes
+racing reads across threads and processes."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_store import CONTEXT, _file_bytes, _record, _t
+
+import memresolve as mr
+from memresolve import _store
+from memresolve import _store_schema as schema
+
+CANARY = "CANARY-51c2-private"
+
+
+# -- erasure and the file ------------------------------------------------------------
+
+
+def test_an_erasure_an_open_read_holds_back_warns_and_is_wiped_when_the_read_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1", CANARY)])
+    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM records").fetchone() == (1,)
+    with pytest.warns(mr.ErasureDelayedWarning) as warned:
+        assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
+    assert CANARY not in str(warned[0].message)
+    # The read's snapshot still needs the text: it stays until the read ends.
+    assert CANARY.encode() in _file_bytes(tmp_path)
+    assert store.wipe() is False
+    reader.execute("COMMIT")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.add([_record("m2", key="home")]) == 1  # the next write wipes it
+    assert CANARY.encode() not in _file_bytes(tmp_path)
+    assert store.wipe() is True
+    reader.close()
+    store.close()
+
+
+def test_closing_wipes_what_a_read_held_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1", CANARY, scope=mr.UserScope("u9"))])
+    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM records").fetchone()
+    with pytest.warns(mr.ErasureDelayedWarning):
+        assert store.erase_user("u9") == mr.ErasedUser(records=1, tombstones=0)
+    reader.execute("COMMIT")
+    reader.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store.close()
+    assert CANARY.encode() not in _file_bytes(tmp_path)
+
+
+def test_an_erasure_waits_for_a_short_read_to_end(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1", CANARY)])
+    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM records").fetchone()
+    ending = threading.Timer(0.2, lambda: reader.execute("COMMIT"))
+    ending.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
+    ending.join()
+    assert CANARY.encode() not in _file_bytes(tmp_path)
+    reader.close()
+    store.close()
+
+
+def test_an_erased_record_keeps_no_hash_of_its_text(tmp_path: Path) -> None:
+    """A hash over the erased text would let anyone holding the file confirm a guess."""
+    store = mr.MemoryStore(tmp_path / "m.db")
+    guess = _record("m1", CANARY, source_message_ids=["msg-1"])
+    store.add([guess])
+    store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+    # Blocked when added: stored erased from the start, with the same kind of hash.
+    blocked = _record("m2", CANARY, valid_from=_t(2))
+    store.add([blocked])
+    store.close()
+    raw = _file_bytes(tmp_path)
+    for record in (guess, blocked):
+        row = schema.record_row(record)
+        assert row["content_hash"] not in raw
+        assert schema.erased_hash(row) in raw
+    assert CANARY.encode() not in raw
+
+
+def test_a_version_1_file_is_migrated_and_its_erased_hashes_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    connection = sqlite3.connect(path, isolation_level=None)
+    schema.MIGRATIONS[0](connection)
+    kept = schema.record_row(_record("kept", "Harbor"))
+    erased = schema.record_row(_record("gone", CANARY, key="home"))
+    text_hash = erased["content_hash"]
+    # What version 1 wrote for a forgotten record: the text gone, its hash kept.
+    erased.update(value="", source_message_ids="[]", erased=1)
+    columns = schema.RECORD_COLUMNS
+    connection.executemany(
+        f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
+        [[row[c] for c in columns] for row in (kept, erased)],
+    )
+    connection.execute("PRAGMA user_version = 1")
+    connection.close()
+    # Opened by several processes at once: one migrates, the others find it done.
+    opening = "import sys, memresolve as mr; mr.MemoryStore(sys.argv[1]).close()"
+    children = [subprocess.Popen([sys.executable, "-c", opening, str(path)]) for _ in range(3)]
+    assert [child.wait(timeout=60) for child in children] == [0, 0, 0]
+
+    store = mr.MemoryStore(path)
+    hashes = dict(store._connection.execute("SELECT id, content_hash FROM records").fetchall())
+    assert hashes == {"kept": kept["content_hash"], "gone": schema.erased_hash(erased)}
+    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store.add([_record("gone", CANARY, key="home"), _record("kept", "Harbor")]) == 0
+    with pytest.raises(mr.InvalidInputError):
+        store.add([_record("gone", CANARY, key="elsewhere")])
+    with pytest.raises(mr.InvalidInputError):
+        store.add([_record("kept", "Marlowe")])
+    store.close()
+    assert text_hash not in _file_bytes(tmp_path)
+
+
+# -- bad input writes nothing ----------------------------------------------------------
+
+NAIVE = datetime(2026, 7, 5)  # the bad input under test: no time zone
+
+_BAD_WRITES: dict[str, Any] = {
+    "forget, empty key": lambda s: s.forget("", mr.UserScope("u1"), forgotten_at=_t(5)),
+    "forget, a scope as text": lambda s: s.forget("pet.name", "user:u1", forgotten_at=_t(5)),
+    "forget, a naive instant": lambda s: s.forget(
+        "pet.name", mr.UserScope("u1"), forgotten_at=NAIVE
+    ),
+    "forget, a bound after the forget": lambda s: s.forget(
+        "pet.name", mr.UserScope("u1"), forgotten_at=_t(5), blocks_sources_before=_t(6)
+    ),
+    "forget_everywhere, no context": lambda s: s.forget_everywhere("pet.name", "u1", at=_t(5)),
+    "forget_everywhere, a naive instant": lambda s: s.forget_everywhere(
+        "pet.name", CONTEXT, at=NAIVE
+    ),
+    "forget_everywhere, empty key": lambda s: s.forget_everywhere("", CONTEXT, at=_t(5)),
+    "erase_user, empty": lambda s: s.erase_user(""),
+    "erase_user, not text": lambda s: s.erase_user(42),
+    "normalize, naive": lambda s: s.normalize(NAIVE),
+    "normalize, not an instant": lambda s: s.normalize("2026-07-05"),
+    "add, a repeated id": lambda s: s.add([_record("n1"), _record("n1", "other")]),
+    "add_arrow, a repeated id": lambda s: s.add_arrow(
+        mr.records_to_arrow([_record("n1"), _record("n1", "other")])
+    ),
+    "add_arrow, not a table": lambda s: s.add_arrow([_record("n1")]),
+    "add_arrow, a column missing": lambda s: s.add_arrow(
+        mr.records_to_arrow([_record("n1")]).drop_columns(["key"])
+    ),
+}
+
+
+@pytest.mark.parametrize("write", list(_BAD_WRITES), ids=list(_BAD_WRITES))
+def test_every_write_refuses_bad_input_whole(tmp_path: Path, write: str) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add(
+        [
+            _record("m1", "Harbor"),
+            _record("m2", "Marlowe", valid_from=_t(2), supersedes="m1"),
+            _record("t1", "Lisbon", key="trip", valid_until=_t(3)),
+        ]
+    )
+    store.forget("home", mr.UserScope("u1"), forgotten_at=_t(4))
+    before = ([r.to_dict() for r in store.records()], store.tombstones())
+    answer = store.resolve(CONTEXT)
+    with pytest.raises(mr.InvalidInputError):
+        _BAD_WRITES[write](store)
+    assert ([r.to_dict() for r in store.records()], store.tombstones()) == before
+    assert store.resolve(CONTEXT) == answer
+    reopened = mr.MemoryStore(tmp_path / "m.db")
+    assert reopened.resolve(CONTEXT) == answer
+    store.close()
+    reopened.close()
+
+
+# -- asyncio -----------------------------------------------------------------------------
+
+_METHODS = (
+    "add",
+    "add_arrow",
+    "forget",
+    "forget_everywhere",
+    "normalize",
+    "erase_user",
+    "resolve",
+    "resolve_batch",
+    "explain",
+    "history",
+    "get",
+    "to_arrow",
+    "wipe",
+)
+
+
+def test_every_call_has_an_asyncio_twin_that_answers_as_it_does() -> None:
+    for name in _METHODS:
+        twin = getattr(mr.MemoryStore, f"a{name}")
+        assert inspect.iscoroutinefunction(twin), name
+        assert inspect.signature(twin) == inspect.signature(getattr(mr.MemoryStore, name))
+
+    async def reads(store: mr.MemoryStore) -> tuple[object, ...]:
+        contexts = mr.contexts_to_arrow([("turn", CONTEXT)])
+        return (
+            await store.aresolve(CONTEXT),
+            await store.aresolve_batch(contexts, include_excluded=True),
+            await store.aexplain("m1", CONTEXT),
+            await store.ahistory("pet.name", mr.UserScope("u1"), CONTEXT),
+            await store.aget("m2"),
+            await store.ato_arrow(),
+            await store.awipe(),
+        )
+
+    store = mr.MemoryStore()
+    store.add(
+        [_record("m1", "Harbor"), _record("m2", "Marlowe", valid_from=_t(2), supersedes="m1")]
+    )
+    contexts = mr.contexts_to_arrow([("turn", CONTEXT)])
+    assert asyncio.run(reads(store)) == (
+        store.resolve(CONTEXT),
+        store.resolve_batch(contexts, include_excluded=True),
+        store.explain("m1", CONTEXT),
+        store.history("pet.name", mr.UserScope("u1"), CONTEXT),
+        store.get("m2"),
+        store.to_arrow(),
+        True,
+    )
+
+
+def test_an_asyncio_write_leaves_the_event_loop_running() -> None:
+    records = [_record(f"r{n}", key=f"k{n}") for n in range(4_000)]
+
+    async def ticks_during(write: Any) -> int:
+        ticks = 0
+        done = False
+
+        async def tick() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)  # the ticker starts
+        ticks = 0
+        await write()
+        done = True
+        await ticker
+        return ticks
+
+    async def blocking() -> None:
+        mr.MemoryStore().add(records)
+
+    # The test can fail: a synchronous add in a coroutine starves the loop.
+    assert asyncio.run(ticks_during(blocking)) <= 1
+    assert asyncio.run(ticks_during(lambda: mr.MemoryStore().aadd(records))) >= 3
+
+
+# -- threads and processes ---------------------------------------------------------------
+
+
+def test_forgets_and_erasures_are_never_seen_half_done(tmp_path: Path) -> None:
+    """A writer adds pairs (a record and its correction), forgets each pair's key, and
+    adds then erases another user's ten records; readers must see every write whole."""
+    store = mr.MemoryStore(tmp_path / "m.db")
+    other = mr.RetrievalContext(now=_t(30), user_id="u2", character_id="c1", conversation_id="k2")
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def write() -> None:
+        try:
+            for n in range(60):
+                first = _record(f"a{n}", CANARY, key=f"k{n}")
+                store.add([first, first.corrected(CANARY, at=_t(2), id=f"b{n}")])
+                store.forget(f"k{n}", mr.UserScope("u1"), forgotten_at=_t(5))
+                if n % 10 == 0:
+                    store.add(
+                        [
+                            _record(f"u2-{n}-{i}", scope=mr.UserScope("u2"), key=f"k{i}")
+                            for i in range(10)
+                        ]
+                    )
+                    store.erase_user("u2")
+        finally:
+            stop.set()
+
+    def read() -> None:
+        while not stop.is_set():
+            failures.extend(_half_done(store.resolve(CONTEXT), store.resolve(other)))
+
+    threads = [threading.Thread(target=write), *(threading.Thread(target=read) for _ in range(2))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    final = store.resolve(CONTEXT)
+    assert (final.active, final.trace.excluded_forgotten) == ((), 120)
+    store.close()
+    assert CANARY.encode() not in _file_bytes(tmp_path)
+
+
+def _half_done(mine: mr.Resolution, theirs: mr.Resolution) -> list[str]:
+    """What a reader would see of a write not seen whole: a pair is added whole and
+    forgotten whole, its text never shows once forgotten, and the other user's ten
+    records are all there or none."""
+    seen = []
+    if mine.trace.memory_candidates % 2 or mine.trace.excluded_forgotten % 2:
+        seen.append(repr(mine.trace))
+    if any(record.value == "" for record in mine.active):
+        seen.append("an erased record won")
+    if theirs.trace.memory_candidates not in (0, 10):
+        seen.append(repr(theirs.trace))
+    return seen
+
+
+_FOLLOWER = textwrap.dedent(
+    """
+    import sys
+    from datetime import datetime, timezone
+    import memresolve as mr
+    store = mr.MemoryStore(sys.argv[1])
+    context = mr.RetrievalContext(now=datetime(2026, 7, 30, tzinfo=timezone.utc),
+        user_id="u1", character_id="c1", conversation_id="k1")
+    for line in sys.stdin:
+        print(",".join(r.id for r in store.resolve(context).active) or "-", flush=True)
+    """
+)
+
+
+def test_another_process_sees_each_commit_on_its_next_call(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = mr.MemoryStore(path)
+    store.add([_record("m1", "Harbor")])
+    follower = subprocess.Popen(
+        [sys.executable, "-c", _FOLLOWER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert follower.stdin is not None
+    assert follower.stdout is not None
+
+    def seen() -> str:
+        assert follower.stdin is not None
+        assert follower.stdout is not None
+        follower.stdin.write("\n")
+        follower.stdin.flush()
+        return follower.stdout.readline().strip()
+
+    try:
+        assert seen() == "m1"
+        assert seen() == "m1"  # served from the follower's memory
+        store.add([_record("m2", "Marlowe", valid_from=_t(2), supersedes="m1")])
+        assert seen() == "m2"
+        store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(3))
+        assert seen() == "-"
+        store.add([_record("m3", "Max", valid_from=_t(4))])
+        assert seen() == "m3"
+        store.erase_user("u1")
+        assert seen() == "-"
+    finally:
+        follower.stdin.close()
+        assert follower.wait(timeout=60) == 0
+        follower.stdout.close()
+    store.close()
