@@ -389,3 +389,17 @@ def test_another_process_sees_each_commit_on_its_next_call(tmp_path: Path) -> No
         assert follower.wait(timeout=60) == 0
         follower.stdout.close()
     store.close()
+
+
+def test_a_row_edited_outside_the_store_is_refused_not_resolved(tmp_path: Path) -> None:
+    store = mr.MemoryStore(tmp_path / "m.db")
+    store.add([_record("m1", "Harbor")])
+    store.close()
+    editor = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    editor.execute("UPDATE records SET status = 'dormant', confidence = 2.0 WHERE id = 'm1'")
+    editor.close()
+    store = mr.MemoryStore(tmp_path / "m.db")
+    with pytest.raises(mr.InvalidInputError) as raised:
+        store.resolve(CONTEXT)
+    assert (raised.value.record_id, raised.value.field) == ("m1", "status")
+    store.close()

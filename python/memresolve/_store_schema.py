@@ -169,14 +169,22 @@ def erased_hash(row: Mapping[str, Any]) -> bytes:
     return hashlib.sha256(b"erased\0" + _canonical(public)).digest()
 
 
+#: The fields of a row a record is built from, besides its scope columns.
+_FIELDS_BUT_SCOPE: Final = tuple(name for name in RECORD_FIELDS if name != "scope")
+
+
 def record_from_row(row: sqlite3.Row) -> MemoryRecord:
-    """The record a ``records`` row holds (instants back in UTC)."""
-    fields: dict[str, Any] = {name: row[name] for name in ROW_FIELDS}
+    """The record a ``records`` row holds (instants back in UTC). Built through the
+    constructor, which checks every field: a row edited outside the store is refused
+    (``InvalidInputError``), never resolved."""
+    fields: dict[str, Any] = {name: row[name] for name in _FIELDS_BUT_SCOPE}
     for name in _INSTANTS:
         if fields[name] is not None:
             fields[name] = from_micros(fields[name])
-    fields["source_message_ids"] = json.loads(fields["source_message_ids"])
-    return MemoryRecord.from_dict(fields)
+    fields["source_message_ids"] = tuple(json.loads(fields["source_message_ids"]))
+    columns = {name: row[name] for name in ("scope_kind", *ID_COLUMNS)}
+    scope = scope_from_columns(columns, Subject(f"record {row['id']!r}", row["id"]))
+    return MemoryRecord(scope=scope, **fields)
 
 
 def tombstone_row(tombstone: ForgetTombstone) -> dict[str, Any]:
