@@ -31,6 +31,7 @@ pub mod maintain;
 pub mod model;
 pub mod partition;
 pub mod resolve;
+pub mod store_row;
 #[cfg(test)]
 mod test_support;
 

@@ -39,6 +39,7 @@ __all__ = [
     "scope_id",
     "scope_id_columns",
     "scope_owner_columns",
+    "store_row",
 ]
 
 __version__: str
@@ -123,6 +124,9 @@ class RecordCore:
     def version(self) -> int: ...
     @property
     def observed_at(self) -> datetime | None: ...
+
+def store_row(record: RecordCore) -> dict[str, Any]:
+    """The ``MemoryStore`` row of ``record``, as ``_store_schema.record_row`` builds it."""
 
 def resolve_rows(
     records: tuple[object, ...],

@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from memresolve import _backend
 from memresolve._inputs import ForgetTombstone
 from memresolve._records import RECORD_FIELDS, MemoryRecord
 from memresolve._rows import ROW_FIELDS, scope_columns, scope_from_columns, to_row
@@ -36,6 +37,7 @@ __all__ = [
     "TOMBSTONE_COLUMNS",
     "content_hash",
     "erased_hash",
+    "python_record_row",
     "record_from_row",
     "record_row",
     "tombstone_from_row",
@@ -43,6 +45,10 @@ __all__ = [
 ]
 
 _INSTANTS: Final = ("valid_from", "valid_until", "observed_at")
+#: The native record storage and its row builder, when the compiled core is in use.
+_NATIVE_ROW: Final = (
+    None if _backend.NATIVE is None else (_backend.NATIVE.RecordCore, _backend.NATIVE.store_row)
+)
 
 #: The columns of ``records``, in insertion order: the record's row fields, its scope
 #: id, the content hash, and whether its text was erased.
@@ -135,7 +141,16 @@ def _canonical(row: dict[str, Any]) -> bytes:
 
 
 def record_row(record: MemoryRecord) -> dict[str, Any]:
-    """The ``records`` row of ``record`` (``erased`` false)."""
+    """The ``records`` row of ``record`` (``erased`` false): built natively for a record
+    the compiled core stores (the same dict, byte for byte), else in Python."""
+    if _NATIVE_ROW is not None and isinstance(record, _NATIVE_ROW[0]):
+        row: dict[str, Any] = _NATIVE_ROW[1](record)
+        return row
+    return python_record_row(record)
+
+
+def python_record_row(record: MemoryRecord) -> dict[str, Any]:
+    """``record_row`` in Python: the definition the native row is tested against."""
     row = to_row({name: getattr(record, name) for name in RECORD_FIELDS})
     for name in _INSTANTS:
         if row[name] is not None:

@@ -18,6 +18,7 @@ mod errors;
 mod kernel;
 mod maintain;
 mod record;
+mod store_row;
 
 // The exception classes are defined once, in Python (memresolve/errors.py), and
 // raised from here as the very same classes.
@@ -64,6 +65,9 @@ mod _native {
 
     #[pymodule_export]
     use super::record::RecordCore;
+
+    #[pymodule_export]
+    use super::store_row::store_row;
 
     #[pymodule_export]
     use super::dataset::{route_by_id, Router};

@@ -37,19 +37,19 @@ fn too_large() -> PyErr {
 }
 
 /// The checked Python values, returned by the attribute getters.
-struct PythonFields {
-    id: Py<PyAny>,
-    key: Py<PyAny>,
-    value: Py<PyAny>,
+pub(crate) struct PythonFields {
+    pub(crate) id: Py<PyAny>,
+    pub(crate) key: Py<PyAny>,
+    pub(crate) value: Py<PyAny>,
     scope: Py<PyAny>,
     status: Py<PyAny>,
     authority: Py<PyAny>,
-    confidence: Py<PyAny>,
+    pub(crate) confidence: Py<PyAny>,
     valid_from: Py<PyAny>,
     valid_until: Py<PyAny>,
-    source_message_ids: Py<PyAny>,
-    supersedes: Py<PyAny>,
-    version: Py<PyAny>,
+    pub(crate) source_message_ids: Py<PyAny>,
+    pub(crate) supersedes: Py<PyAny>,
+    pub(crate) version: Py<PyAny>,
     observed_at: Py<PyAny>,
 }
 
@@ -299,6 +299,12 @@ impl RecordCore {
 
     pub(crate) fn id_object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         self.python.id.bind(py).clone()
+    }
+
+    /// The checked Python values of the fields the packed record does not
+    /// keep, and the `str` objects of those it does (a row reuses them).
+    pub(crate) fn python_fields(&self) -> &PythonFields {
+        &self.python
     }
 }
 
