@@ -36,17 +36,6 @@ pub struct RowFields<'a> {
     pub observed_at: Option<i64>,
 }
 
-/// The text a scope holds in `column`: one of its ids, its owner, or none
-/// (the row's `user_id`, `character_id`, `conversation_id`, `scene_id`).
-#[must_use]
-pub fn scope_column<'a>(scope: &ScopeRef<'a>, column: IdColumn) -> Option<&'a str> {
-    match scope.kind.id_columns().iter().position(|c| *c == column) {
-        Some(position) => scope.fields().nth(position),
-        None if scope.kind.owner_column() == Some(column) => scope.owner,
-        None => None,
-    }
-}
-
 /// The row's canonical JSON: its fields in row order, compact.
 #[must_use]
 pub fn canonical_json(row: &RowFields<'_>) -> String {
@@ -62,7 +51,7 @@ pub fn canonical_json(row: &RowFields<'_>) -> String {
     json_string(&mut out, row.scope.kind.name());
     for column in IdColumn::ALL {
         field(&mut out, column.name(), true);
-        optional_string(&mut out, scope_column(&row.scope, column));
+        optional_string(&mut out, row.scope.column(column));
     }
     field(&mut out, "status", true);
     json_string(&mut out, row.status.name());

@@ -81,15 +81,6 @@ pub fn scope_key(kind: ScopeKind, numbers: [u32; 4]) -> ScopeKey {
     }
 }
 
-/// The text `scope` holds in `column`: one of its ids, its owner, or none.
-fn column_text<'s>(scope: &ScopeRef<'s>, column: IdColumn) -> Option<&'s str> {
-    match scope.kind.id_columns().iter().position(|c| *c == column) {
-        Some(position) => scope.fields().nth(position),
-        None if scope.kind.owner_column() == Some(column) => scope.owner,
-        None => None,
-    }
-}
-
 impl<'a> Store<'a> {
     /// The store of a candidate set's records (rows in set order).
     pub fn from_candidates(records: &CandidateSet<'a>) -> Result<Self, DuplicateId> {
@@ -108,7 +99,7 @@ impl<'a> Store<'a> {
         let column = |id_column: IdColumn| {
             Interned::build(
                 rows.iter()
-                    .map(|r| column_text(&r.scope, id_column).map(hashed))
+                    .map(|r| r.scope.column(id_column).map(hashed))
                     .collect(),
             )
         };
@@ -193,7 +184,7 @@ impl<'a> Store<'a> {
         let state = text_hasher();
         let mut numbers = [NO_ROW; 4];
         for column in IdColumn::ALL {
-            if let Some(text) = column_text(scope, column) {
+            if let Some(text) = scope.column(column) {
                 let position = usize::from(column.code());
                 let interned = self.scope_ids.get(position)?;
                 *numbers.get_mut(position)? = interned.number_of(&Hashed::new(&state, text))?;

@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyFloat, PyString, PyTuple};
 use super::errors::guarded;
 use super::record::RecordCore;
 use crate::model::{scope_id, IdColumn};
-use crate::store_row::{content_hash, scope_column, source_ids_json, RowFields};
+use crate::store_row::{content_hash, source_ids_json, RowFields};
 
 /// The `records` row of `record` (``erased`` false): its fields with the scope
 /// flattened, instants as microseconds, the message ids as JSON text, its
@@ -62,7 +62,7 @@ pub(crate) fn store_row<'py>(record: &Bound<'py, RecordCore>) -> PyResult<Bound<
             intern!(py, "scene_id"),
         ];
         for (name, column) in columns.into_iter().zip(IdColumn::ALL) {
-            row.set_item(name, scope_column(&scope, column))?;
+            row.set_item(name, scope.column(column))?;
         }
         row.set_item(intern!(py, "status"), facts.status.name())?;
         row.set_item(intern!(py, "authority"), facts.authority.name())?;

@@ -2,7 +2,7 @@
 //! borrowed from whoever owns the records (Python objects, Arrow buffers),
 //! instants as `i64` microseconds since the Unix epoch, UTC (`docs/spec.md` §1.6).
 
-use crate::model::{Authority, ScopeKind, Status};
+use crate::model::{Authority, IdColumn, ScopeKind, Status};
 
 /// A scope, borrowed: its kind, up to two ids and, for conversation and scene
 /// scopes, an optional owner. One-field kinds keep `""` in `second` (ids are
@@ -64,6 +64,18 @@ impl<'a> ScopeRef<'a> {
         Self {
             owner: Some(user_id),
             ..self
+        }
+    }
+
+    /// The text this scope holds in `column` of a flat row: one of its ids,
+    /// its owner, or none (`user_id`, `character_id`, `conversation_id`,
+    /// `scene_id`, as the batch form's tables and the store's rows lay it out).
+    #[must_use]
+    pub fn column(&self, column: IdColumn) -> Option<&'a str> {
+        match self.kind.id_columns().iter().position(|c| *c == column) {
+            Some(position) => self.fields().nth(position),
+            None if self.kind.owner_column() == Some(column) => self.owner,
+            None => None,
         }
     }
 

@@ -83,7 +83,7 @@ fn a_row_reads_as_pythons_canonical_json_and_hash() {
 #[test]
 fn each_kind_fills_its_own_columns() {
     let character = ScopeRef::character("u1", "c1");
-    let columns = IdColumn::ALL.map(|column| scope_column(&character, column));
+    let columns = IdColumn::ALL.map(|column| character.column(column));
     assert_eq!(columns, [Some("u1"), Some("c1"), None, None]);
     let unowned = ScopeRef {
         kind: ScopeKind::Conversation,
@@ -91,6 +91,6 @@ fn each_kind_fills_its_own_columns() {
         second: "",
         owner: None,
     };
-    let columns = IdColumn::ALL.map(|column| scope_column(&unowned, column));
+    let columns = IdColumn::ALL.map(|column| unowned.column(column));
     assert_eq!(columns, [None, None, Some("k1"), None]);
 }
