@@ -16,6 +16,8 @@ the file no longer holds the text.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import sqlite3
 import threading
@@ -55,7 +57,7 @@ from memresolve.errors import (
 
 __all__ = ["ErasedUser", "MemoryStore"]
 
-#: Ids per ``IN (...)`` list: below SQLite's default limit of bound parameters.
+#: What an erased record's ``value`` holds.
 _ERASED_TEXT: Final = ""
 #: How long a call waits for a lock another connection holds.
 _BUSY_SECONDS: Final = 30.0
@@ -92,9 +94,12 @@ class MemoryStore:
         self._path = None if path is None else arguments.path(path, "path")
         self._lock = threading.RLock()
         self._cache = StoreCache(self._load_scopes, SELECTED.prepare)
-        self._connection = self._open()
-        # True while erased text may remain in the file (a wipe found it still read).
+        # True while erased text may remain in the file: a wipe could not finish, or a
+        # migration rewrote rows (the old pages hold what it replaced).
         self._unwiped = False
+        self._connection = self._open()
+        if self._unwiped:
+            self._wipe_or_warn()
         self._data_version = self._read_data_version()
 
     # -- opening ---------------------------------------------------------------
@@ -137,6 +142,8 @@ class MemoryStore:
                 )
             for step in schema.MIGRATIONS[version:]:
                 step(connection)
+            # From version 1 on, a step may rewrite rows: wipe what they held.
+            self._unwiped = self._unwiped or 0 < version < schema.SCHEMA_VERSION
             connection.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
             connection.execute("COMMIT")
         except BaseException:
@@ -147,9 +154,11 @@ class MemoryStore:
         """Closes the file (further calls raise ``sqlite3.ProgrammingError``), wiping
         erased text a read kept in it until now (``wipe``)."""
         with self._lock:
-            if self._unwiped and not self._wipe_log():
-                _warn_delayed(stacklevel=4)
-            self._connection.close()
+            try:
+                if self._unwiped:
+                    self._wipe_or_warn(closing=True)
+            finally:
+                self._connection.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -220,10 +229,13 @@ class MemoryStore:
                         connection.execute("ROLLBACK")
                 raise
             self._data_version = version
-            # An erasure wipes its text from the file; a later write retries a wipe
-            # that an open read kept from finishing.
-            if (erases or self._unwiped) and not self._wipe_log() and erases:
-                _warn_delayed(stacklevel=5)
+            if erases:
+                self._wipe_or_warn()
+            elif self._unwiped:
+                # A wipe that could not finish earlier, retried without waiting: a plain
+                # write must not stall behind another connection's read.
+                with suppress(sqlite3.Error):
+                    self._wipe_log(0.0)
 
     def wipe(self) -> bool:
         """Moves every committed page into the file and empties the write-ahead log, so
@@ -235,13 +247,23 @@ class MemoryStore:
         ``WIPE_WAIT_SECONDS``); the store tries again at its next write and on ``close``.
         """
         with self._lock:
-            return self._wipe_log()
+            return self._wipe_log(WIPE_WAIT_SECONDS)
 
-    def _wipe_log(self) -> bool:
+    def _wipe_or_warn(self, *, closing: bool = False) -> None:
+        """Wipes erased text from the file, or warns that it is still there. Runs after
+        a commit: a failed wipe must not make a committed write look failed."""
+        try:
+            wiped = self._wipe_log(WIPE_WAIT_SECONDS)
+        except sqlite3.Error:
+            wiped = False
+        if not wiped:
+            _warn_delayed(closing=closing)
+
+    def _wipe_log(self, wait: float) -> bool:
         if self._path is None:
             return True  # in memory: secure_delete overwrites freed text, no file holds it
         connection = self._connection
-        connection.execute(f"PRAGMA busy_timeout = {int(WIPE_WAIT_SECONDS * 1000)}")
+        connection.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
         try:
             busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         finally:
@@ -538,14 +560,37 @@ class MemoryStore:
     awipe = in_thread(wipe)
 
 
-def _warn_delayed(stacklevel: int) -> None:
-    warnings.warn(
-        "store: the erasure is committed, but a read open in another connection still "
-        "holds the erased text in the file; it is wiped at the next write, wipe() or "
-        "close() after that read ends",
-        ErasureDelayedWarning,
-        stacklevel=stacklevel,
+#: The package's directory: a warning names the first caller outside it.
+_PACKAGE: Final = os.path.dirname(os.path.abspath(__file__))
+
+
+def _warn_delayed(*, closing: bool) -> None:
+    why = (
+        "another connection (an open read of an older snapshot, or a write in progress) "
+        "keeps the erased text in the file"
     )
+    if closing:
+        message = f"store: closed while {why}; open it again and call wipe() once that ends"
+    else:
+        message = (
+            f"store: the erasure is committed, but {why}; the store wipes it at its next "
+            "write, wipe() or close() once that ends"
+        )
+    warnings.warn(message, ErasureDelayedWarning, stacklevel=_outside_the_package())
+
+
+def _outside_the_package() -> int:
+    """The ``stacklevel`` of the first frame outside memresolve (and ``contextlib``, which
+    runs the store's transactions) for a warning issued by the caller of this function."""
+    level, frame = 1, inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the warning's issuer: level 1
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE)
+        or frame.f_code.co_filename == contextlib.__file__
+    ):
+        level += 1
+        frame = frame.f_back
+    return level
 
 
 def _outcome(resolution: Resolution, record_id: str) -> Reason | None:

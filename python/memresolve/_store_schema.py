@@ -181,6 +181,8 @@ def erased_hash(row: Mapping[str, Any]) -> bytes:
     content hash. A retry of an erased record is judged by it: the store can no longer
     tell which text the record had, and must not be able to."""
     public = {name: row[name] for name in _PUBLIC_FIELDS}
+    # SQLite reads a stored -0.0 back as 0.0: hash the zero the file holds.
+    public["confidence"] += 0.0
     return hashlib.sha256(b"erased\0" + _canonical(public)).digest()
 
 

@@ -132,7 +132,8 @@ class InternalError(MemresolveError, RuntimeError):
 
 
 class ErasureDelayedWarning(UserWarning):
-    """A store's erasure is committed, but the erased text is still in its file: a read
-    of an older snapshot, open in another connection, still needs the pages that hold
-    it. The store wipes them at its next write, ``wipe()`` or ``close()`` after that
-    read ends."""
+    """A store's erasure is committed, but the erased text is still in its file: another
+    connection (a read of an older snapshot, or a write in progress) still holds the
+    pages that hold it. The store wipes them at its next write, ``wipe()`` or
+    ``close()`` once that ends; a store closed before then says so (open it again and
+    call ``wipe()``)."""
