@@ -61,9 +61,11 @@ spark-executors: setup
 	$(SPARK_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall \
 		--no-deps $(SPARK_WHEELS)/memresolve-*.whl
 
+# On every core (pytest-xdist, at most four workers): a module whose fixture is costly (a
+# generated store, a local Spark) is an xdist_group, run whole by one worker.
 test-python: spark-executors
 	MEMRESOLVE_HYPOTHESIS_PROFILE=ci MEMRESOLVE_SPARK_PYTHON=$(abspath $(SPARK_VENV))/bin/python \
-		$(PY) -m pytest --durations=25
+		$(PY) -m pytest -n auto --maxprocesses 4 --dist loadgroup --durations=25
 	# Forced to the reference, as a user without the extension would run (test_backend
 	# also runs the package with the compiled module made unimportable). Records are
 	# then stored in pure Python; test_parity feeds them to the native kernel too.

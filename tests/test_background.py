@@ -25,6 +25,9 @@ from memresolve._background import InOrder, read_ahead
 from memresolve._canonical import read_columns
 from memresolve.testing.batch_store import Written, write_parquet
 
+# One worker runs the module: its store is generated once, by a module fixture.
+pytestmark = pytest.mark.xdist_group("background")
+
 
 def _our_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("memresolve-")]

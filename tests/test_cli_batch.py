@@ -31,6 +31,9 @@ from memresolve.testing.batch_store import Written, write_parquet
 
 COMMAND = [sys.executable, "-m", "memresolve", "batch"]
 
+# One worker runs the module: its store is generated once, by a module fixture.
+pytestmark = pytest.mark.xdist_group("cli-batch")
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Written:

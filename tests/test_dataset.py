@@ -31,9 +31,13 @@ from memresolve._kernels import get_batch_resolver
 from memresolve.testing import Store, stores
 from memresolve.testing.batch_store import generate, write_parquet
 
-pytestmark = pytest.mark.skipif(
-    mr.backend_name() != "native", reason="the dataset job runs on the compiled core"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        mr.backend_name() != "native", reason="the dataset job runs on the compiled core"
+    ),
+    # One worker runs the module: its store is generated once, by a module fixture.
+    pytest.mark.xdist_group("dataset"),
+]
 
 
 def _write_files(directory: Path, table: pa.Table, files: int) -> Path:

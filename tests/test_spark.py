@@ -54,6 +54,9 @@ if mr.backend_name() != "native":
 
 from memresolve import spark as mrs  # noqa: E402 - only once pyspark is known to be there
 
+# One worker runs the module: one local Spark (a JVM) per run, started by a module fixture.
+pytestmark = pytest.mark.xdist_group("spark")
+
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:

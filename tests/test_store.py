@@ -684,7 +684,7 @@ def test_history_lists_every_version_with_its_outcome() -> None:
 # -- candidates prepared once (what the store resolves) ----------------------------
 
 
-@settings(max_examples={"dev": 200, "ci": 1_000, "deep": 20_000}.get(PROFILE, 200), deadline=None)
+@settings(max_examples={"dev": 200, "ci": 400, "deep": 20_000}.get(PROFILE, 200), deadline=None)
 @given(scenario=scenarios(), other=contexts())
 def test_prepared_candidates_resolve_as_a_call_does(
     backend: str, scenario: Scenario, other: mr.RetrievalContext
