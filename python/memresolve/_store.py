@@ -16,12 +16,9 @@ the file no longer holds the text.
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import os
 import sqlite3
 import threading
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -32,6 +29,7 @@ from typing import Any, Final
 import pyarrow as pa
 
 from memresolve import _arguments as arguments
+from memresolve import _store_erasure as erasure
 from memresolve import _store_schema as schema
 from memresolve import _store_sql as sql
 from memresolve._api import resolve_batch
@@ -48,12 +46,7 @@ from memresolve._store_async import in_thread
 from memresolve._store_cache import ScopeRows, StoreCache
 from memresolve._types import Reason
 from memresolve._validate import Subject, instant, text
-from memresolve.errors import (
-    ErasureDelayedWarning,
-    ErrorKind,
-    InvalidInputError,
-    MemresolveError,
-)
+from memresolve.errors import ErrorKind, InvalidInputError, MemresolveError
 
 __all__ = ["ErasedUser", "MemoryStore"]
 
@@ -257,7 +250,7 @@ class MemoryStore:
         except sqlite3.Error:
             wiped = False
         if not wiped:
-            _warn_delayed(closing=closing)
+            erasure.warn_delayed(closing=closing)
 
     def _wipe_log(self, wait: float) -> bool:
         if self._path is None:
@@ -558,39 +551,6 @@ class MemoryStore:
     anormalize = in_thread(normalize)
     aerase_user = in_thread(erase_user)
     awipe = in_thread(wipe)
-
-
-#: The package's directory: a warning names the first caller outside it.
-_PACKAGE: Final = os.path.dirname(os.path.abspath(__file__))
-
-
-def _warn_delayed(*, closing: bool) -> None:
-    why = (
-        "another connection (an open read of an older snapshot, or a write in progress) "
-        "keeps the erased text in the file"
-    )
-    if closing:
-        message = f"store: closed while {why}; open it again and call wipe() once that ends"
-    else:
-        message = (
-            f"store: the erasure is committed, but {why}; the store wipes it at its next "
-            "write, wipe() or close() once that ends"
-        )
-    warnings.warn(message, ErasureDelayedWarning, stacklevel=_outside_the_package())
-
-
-def _outside_the_package() -> int:
-    """The ``stacklevel`` of the first frame outside memresolve (and ``contextlib``, which
-    runs the store's transactions) for a warning issued by the caller of this function."""
-    level, frame = 1, inspect.currentframe()
-    frame = frame.f_back if frame is not None else None  # the warning's issuer: level 1
-    while frame is not None and (
-        frame.f_code.co_filename.startswith(_PACKAGE)
-        or frame.f_code.co_filename == contextlib.__file__
-    ):
-        level += 1
-        frame = frame.f_back
-    return level
 
 
 def _outcome(resolution: Resolution, record_id: str) -> Reason | None:
