@@ -133,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-max", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--order",
+        choices=("owner", "time"),
+        default="owner",
+        help="the store's rows owner by owner, or by valid_from (users interleaved)",
+    )
+    parser.add_argument(
         "--implementations",
         nargs="+",
         choices=IMPLEMENTATIONS,
@@ -152,11 +158,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from memresolve.testing import batch_store  # noqa: PLC0415
 
-    print(f"threads={arguments.threads} seed={arguments.seed} repeat={arguments.repeat}")
+    print(
+        f"threads={arguments.threads} seed={arguments.seed} repeat={arguments.repeat}"
+        f" order={arguments.order}"
+    )
     print("| records | implementation | seconds | records/s | peak RSS | RSS above input | rows |")
     print("|---|---|---|---|---|---|---|")
     for size in arguments.sizes:
-        store = batch_store.generate(size, seed=arguments.seed)
+        store = batch_store.generate(size, seed=arguments.seed, order=arguments.order)
         with tempfile.TemporaryDirectory() as directory:
             data = Path(directory)
             pq.write_table(store.records, data / "records.parquet")

@@ -7,6 +7,7 @@ the suite, not only a benchmark run.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -47,6 +48,28 @@ def test_the_generator_is_seeded_and_exact() -> None:
     assert first.records.num_rows == 2_000
     kinds = set(first.records.column("scope_kind").to_pylist())
     assert kinds == {"user", "character", "conversation", "scene"}
+
+
+def test_time_order_interleaves_users_and_keeps_the_same_store() -> None:
+    """The same records in another row order: the same decisions, theirs and ours."""
+    by_owner, by_time = generate(3_000, seed=6), generate(3_000, seed=6, order="time")
+    assert by_time.records.sort_by("id").equals(by_owner.records.sort_by("id"))
+    valid_from = by_time.records.column("valid_from").cast("int64").to_numpy()
+    assert (valid_from[1:] >= valid_from[:-1]).all()
+    users = [u for u in by_time.records.column("user_id").to_pylist() if u is not None]
+    changes = sum(a != b for a, b in itertools.pairwise(users))
+    assert changes > len(users) // 2, "a time-ordered store interleaves its users"
+    ours = winner_rows(
+        mr.resolve_batch(by_time.records, by_time.contexts, tombstones=by_time.tombstones)
+    )
+    assert ours == winner_rows(
+        mr.resolve_batch(by_owner.records, by_owner.contexts, tombstones=by_owner.tombstones)
+    )
+    assert (
+        winner_rows(polars_resolve(by_time.records, by_time.contexts, by_time.tombstones)) == ours
+    )
+    with pytest.raises(ValueError, match="order"):
+        generate(10, order="random")
 
 
 @settings(max_examples=60, deadline=None)

@@ -3,7 +3,8 @@
 //! column (the first bad row of the first bad column), then the scope ids
 //! row by row, then unique record ids.
 //!
-//! One module per concern: [`text`] reads string columns in place,
+//! One module per concern: `utf8` checks each chunk in full (string columns
+//! in two tight passes), [`text`] reads string columns in place,
 //! [`columns`] checks and reads one column of each type, [`scopes`] turns the
 //! four scope id columns into scopes, and one module per input table
 //! ([`records`], [`contexts`], [`tombstones`]) lists its columns. A column
@@ -21,6 +22,7 @@ pub mod records;
 mod scopes;
 pub mod text;
 pub mod tombstones;
+mod utf8;
 pub mod values;
 
 #[cfg(test)]
@@ -126,9 +128,7 @@ impl<'t> Table<'t> {
             if array.data_type() != expected {
                 return Err(malformed("changes type between batches"));
             }
-            array
-                .to_data()
-                .validate_full()
+            utf8::validate_fully(&array.to_data())
                 .map_err(|error| malformed(&format!("is not valid Arrow data: {error}")))?;
             chunks.push(array);
         }

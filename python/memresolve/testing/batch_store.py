@@ -12,6 +12,12 @@ character, conversation, scene and context ids), derived from a number with
 a seeded mix, so one id always names one thing; ``ids="short"`` gives the
 short ``m123``-style ids instead. ``write_parquet`` writes a store of any size
 chunk by chunk (each chunk its own users), in bounded memory.
+
+Rows come owner by owner (``order="owner"``: each user's records together,
+as a store exported user by user has them) or in the order the records
+became valid (``order="time"``: users interleaved, as a store that appends
+what it learns has them; within each chunk). The records are the same
+either way; only the row order differs.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ SLOTS = 2_000
 _KINDS = np.array(["user", "character", "conversation", "scene"])
 _STATUSES = np.array(["active", "superseded", "expired", "forgotten"])
 _AUTHORITIES = np.array(["model-inferred", "rule-extracted", "user-confirmed", "user-corrected"])
+ORDERS = ("owner", "time")
 
 
 @dataclass(frozen=True)
@@ -98,15 +105,30 @@ class _Offsets:
 _PERSONAS = 5_000
 
 
-def generate(count: int, seed: int = 0, *, ids: str = "uuid") -> Store:
+def generate(count: int, seed: int = 0, *, ids: str = "uuid", order: str = "owner") -> Store:
     """``count`` records (exactly) and their contexts and tombstones.
 
     ``ids="uuid"`` (the default) gives 36-character UUID ids, ``"short"`` the
-    ``m123``-style ids of earlier benchmarks.
+    ``m123``-style ids of earlier benchmarks. ``order`` is ``"owner"`` (each
+    user's records together) or ``"time"`` (by ``valid_from``, users interleaved).
     """
+    _check_options(ids, order)
+    return _in_order(_generate(count, seed, ids == "uuid", _Offsets()), order)
+
+
+def _check_options(ids: str, order: str) -> None:
     if ids not in ("uuid", "short"):
         raise ValueError(f"ids: expected 'uuid' or 'short', got {ids!r}")
-    return _generate(count, seed, ids == "uuid", _Offsets())
+    if order not in ORDERS:
+        raise ValueError(f"order: expected 'owner' or 'time', got {order!r}")
+
+
+def _in_order(store: Store, order: str) -> Store:
+    """The store with its records in ``order`` (generated owner by owner)."""
+    if order == "owner":
+        return store
+    by_time = pc.sort_indices(store.records, [("valid_from", "ascending")])
+    return Store(store.records.take(by_time), store.contexts, store.tombstones)
 
 
 def _generate(count: int, seed: int, uuids: bool, at: _Offsets) -> Store:  # noqa: PLR0915
@@ -262,16 +284,17 @@ def write_parquet(
     *,
     chunk_records: int = 2_000_000,
     ids: str = "uuid",
+    order: str = "owner",
 ) -> Written:
     """Writes a store of ``count`` records as three Parquet datasets under ``directory``.
 
     ``records/``, ``contexts/`` and ``tombstones/``, one file per chunk of
     ``chunk_records`` records (each chunk its own users and conversations), so
     a store of any size is written in the memory of one chunk. The same
-    ``count``, ``seed`` and ``chunk_records`` always give the same store.
+    ``count``, ``seed`` and ``chunk_records`` always give the same store;
+    ``order`` only orders each chunk's records (see the module's doc).
     """
-    if ids not in ("uuid", "short"):
-        raise ValueError(f"ids: expected 'uuid' or 'short', got {ids!r}")
+    _check_options(ids, order)
     root = Path(directory)
     paths = {name: root / name for name in ("records", "contexts", "tombstones")}
     for path in paths.values():
@@ -280,7 +303,7 @@ def write_parquet(
     totals = dict.fromkeys(paths, 0)
     for chunk, first in enumerate(range(0, count, chunk_records)):
         size = min(chunk_records, count - first)
-        store = _generate(size, seed * 1_000_003 + chunk, ids == "uuid", at)
+        store = _in_order(_generate(size, seed * 1_000_003 + chunk, ids == "uuid", at), order)
         for name, table in (
             ("records", store.records),
             ("contexts", store.contexts),
@@ -322,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ids", choices=("uuid", "short"), default="uuid")
     parser.add_argument("--chunk-records", type=int, default=2_000_000)
+    parser.add_argument(
+        "--order", choices=ORDERS, default="owner", help="rows owner by owner, or by valid_from"
+    )
     args = parser.parse_args(argv)
     written = write_parquet(
         args.directory,
@@ -329,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         chunk_records=args.chunk_records,
         ids=args.ids,
+        order=args.order,
     )
     print(json.dumps(written.__dict__))
     return 0
