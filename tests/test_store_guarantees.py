@@ -32,14 +32,22 @@ CANARY = "CANARY-51c2-private"
 # -- erasure and the file ------------------------------------------------------------
 
 
+def _open_read(path: Path, *, any_thread: bool = False) -> sqlite3.Connection:
+    """A second connection inside a read transaction: it holds the file's snapshot (and so
+    the WAL pages an erasure must wipe) until it commits or closes."""
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=not any_thread)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM records").fetchone()
+    return reader
+
+
 def test_an_erasure_an_open_read_holds_back_warns_and_is_wiped_when_the_read_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY)])
-    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
-    reader.execute("BEGIN")
+    reader = _open_read(tmp_path / "m.db")
     assert reader.execute("SELECT count(*) FROM records").fetchone() == (1,)
     with pytest.warns(mr.ErasureDelayedWarning) as warned:
         assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
@@ -71,9 +79,7 @@ def test_closing_wipes_what_a_read_held_back(
     monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY, scope=mr.UserScope("u9"))])
-    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
-    reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM records").fetchone()
+    reader = _open_read(tmp_path / "m.db")
     with pytest.warns(mr.ErasureDelayedWarning) as warned:
         assert store.erase_user("u9") == mr.ErasedUser(records=1, tombstones=0)
     assert warned[0].filename == __file__
@@ -91,9 +97,7 @@ def test_a_store_closed_while_a_read_holds_erased_text_says_how_to_wipe_it(
     monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY)])
-    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
-    reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM records").fetchone()
+    reader = _open_read(tmp_path / "m.db")
     with pytest.warns(mr.ErasureDelayedWarning) as warned:
         store.forget_everywhere("pet.name", CONTEXT, at=_t(5))
     assert warned[0].filename == __file__
@@ -113,9 +117,7 @@ def test_a_store_closed_while_a_read_holds_erased_text_says_how_to_wipe_it(
 def test_an_erasure_waits_for_a_short_read_to_end(tmp_path: Path) -> None:
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY)])
-    reader = sqlite3.connect(tmp_path / "m.db", isolation_level=None, check_same_thread=False)
-    reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM records").fetchone()
+    reader = _open_read(tmp_path / "m.db", any_thread=True)
     ending = threading.Timer(0.5, lambda: reader.execute("COMMIT"))
     ending.start()
     started = time.monotonic()
