@@ -68,6 +68,9 @@ def test_time_order_interleaves_users_and_keeps_the_same_store() -> None:
     assert (
         winner_rows(polars_resolve(by_time.records, by_time.contexts, by_time.tombstones)) == ours
     )
+    assert (
+        winner_rows(duckdb_resolve(by_time.records, by_time.contexts, by_time.tombstones)) == ours
+    )
     with pytest.raises(ValueError, match="order"):
         generate(10, order="random")
 
