@@ -62,9 +62,11 @@ spark-executors: setup
 		--no-deps $(SPARK_WHEELS)/memresolve-*.whl
 
 # On every core (pytest-xdist, at most four workers): a module whose fixture is costly (a
-# generated store, a local Spark) is an xdist_group, run whole by one worker.
+# generated store, a local Spark) is an xdist_group, run whole by one worker. The compiled
+# core is required: without it the native-only modules would skip (tests/conftest.py).
 test-python: spark-executors
-	MEMRESOLVE_HYPOTHESIS_PROFILE=ci MEMRESOLVE_SPARK_PYTHON=$(abspath $(SPARK_VENV))/bin/python \
+	MEMRESOLVE_HYPOTHESIS_PROFILE=ci MEMRESOLVE_REQUIRE_NATIVE=1 \
+		MEMRESOLVE_SPARK_PYTHON=$(abspath $(SPARK_VENV))/bin/python \
 		$(PY) -m pytest -n auto --maxprocesses 4 --dist loadgroup --durations=25
 	# Forced to the reference, as a user without the extension would run (test_backend
 	# also runs the package with the compiled module made unimportable). Records are

@@ -32,6 +32,19 @@ settings.load_profile(PROFILE)
 # rest: they are the proof that both backends agree. deep = 100,000 per test.
 PARITY_EXAMPLES = {"dev": 300, "ci": 2_000, "deep": 100_000}.get(PROFILE, 300)
 
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With ``MEMRESOLVE_REQUIRE_NATIVE=1`` (the main run of ``make test``, so CI), a missing
+    compiled core fails the run: without it the differential tests would compare the
+    reference with itself and the native-only modules (the dataset job, its privacy and row
+    tests) would skip."""
+    if os.environ.get("MEMRESOLVE_REQUIRE_NATIVE") == "1" and "native" not in available_backends():
+        raise pytest.UsageError(
+            "MEMRESOLVE_REQUIRE_NATIVE=1 but memresolve._native is not importable: build it"
+            " (maturin develop --release --features python, or make setup)"
+        )
+
+
 Resolve = Callable[..., Resolution]
 
 

@@ -42,6 +42,25 @@ def test_backend_name_is_one_of_the_available_backends() -> None:
     assert _backend.available_backends()[0] == "reference"
 
 
+def test_a_run_that_requires_the_native_core_fails_without_it() -> None:
+    """What keeps CI from passing on skips: ``make test`` sets MEMRESOLVE_REQUIRE_NATIVE=1."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    run_one = f"""
+        import pytest
+        raise SystemExit(pytest.main(
+            ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--rootdir", {tests!r},
+             {tests + "/test_backend.py::test_backend_name_is_one_of_the_available_backends"!r}]
+        ))
+    """
+    done = _python(run_one, before=_WITHOUT_NATIVE, MEMRESOLVE_REQUIRE_NATIVE="1")
+    assert done.returncode != 0
+    assert "MEMRESOLVE_REQUIRE_NATIVE=1 but memresolve._native is not importable" in (
+        done.stdout + done.stderr
+    )
+    allowed = _python(run_one, before=_WITHOUT_NATIVE, MEMRESOLVE_REQUIRE_NATIVE="0")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
 def test_forcing_the_reference_selects_it() -> None:
     done = _python(
         "import memresolve as mr; print(mr.backend_name())", MEMRESOLVE_BACKEND="reference"
