@@ -5,11 +5,18 @@ The files of one input may differ in how they encode the same columns (``string`
 of the Arrow ``null`` type) and in which optional columns they have. Each batch is first
 checked as it is, with its own types, by the native router (so a fault is reported in its
 file's terms); only then is it brought to this one schema, without changing what it
-means: strings become ``large_string``, instants ``timestamp[us, UTC]`` floored to the
-microsecond (``docs/spec.md`` §1.6), integers ``int64``, floats ``float64``, and an absent
-optional column its default (``status`` active, ``version`` 1, a missing tombstone bound
-the other one, anything else null). ``confidence`` is kept only with values: resolution
-never reads it (it is checked all the same, by the router).
+means: names (``NAME_COLUMNS``: keys, scope ids, vocabulary columns, whose values repeat
+from row to row) become ``dictionary<int32, string>``, other strings ``large_string``,
+instants ``timestamp[us, UTC]`` floored to the microsecond (``docs/spec.md`` §1.6),
+integers ``int64``, floats ``float64``, and an absent optional column its default
+(``status`` active, ``version`` 1, a missing tombstone bound the other one, anything else
+null). ``confidence`` is kept only with values: resolution never reads it (it is checked
+all the same, by the router).
+
+Names are dictionary-encoded because the job reads Parquet that way (``_sources``: a
+Parquet writer stores them dictionary-encoded, so they are decoded without building a
+string per row), spills a fraction of their bytes, and the native reader checks and
+interns a dictionary's values once each rather than once per row.
 """
 
 from __future__ import annotations
@@ -19,20 +26,21 @@ from typing import Any
 from memresolve._arrow_input import pyarrow_module
 from memresolve._types import ID_COLUMNS
 
-__all__ = ["canonical", "canonical_schema", "read_columns"]
+__all__ = ["NAME_COLUMNS", "canonical", "canonical_schema", "read_columns"]
 
 _TEXT = "text"
+_NAME = "name"
 _INSTANT = "instant"
 _INTEGER = "integer"
 _FLOAT = "float"
 
 _RECORDS: dict[str, str] = {
     "id": _TEXT,
-    "key": _TEXT,
-    "scope_kind": _TEXT,
-    **dict.fromkeys(ID_COLUMNS, _TEXT),
-    "status": _TEXT,
-    "authority": _TEXT,
+    "key": _NAME,
+    "scope_kind": _NAME,
+    **dict.fromkeys(ID_COLUMNS, _NAME),
+    "status": _NAME,
+    "authority": _NAME,
     "valid_from": _INSTANT,
     "valid_until": _INSTANT,
     "supersedes": _TEXT,
@@ -43,17 +51,24 @@ _VALUES: dict[str, str] = {"value": _TEXT, "confidence": _FLOAT}
 _CONTEXTS: dict[str, str] = {
     "context_id": _TEXT,
     "now": _INSTANT,
-    **dict.fromkeys(ID_COLUMNS, _TEXT),
+    **dict.fromkeys(ID_COLUMNS, _NAME),
 }
 _TOMBSTONES: dict[str, str] = {
-    "key": _TEXT,
-    "scope_kind": _TEXT,
-    **dict.fromkeys(ID_COLUMNS, _TEXT),
+    "key": _NAME,
+    "scope_kind": _NAME,
+    **dict.fromkeys(ID_COLUMNS, _NAME),
     "forgotten_at": _INSTANT,
     "blocks_sources_before": _INSTANT,
 }
 #: The value of an absent optional column that is not null.
 _DEFAULTS: dict[str, object] = {"status": "active", "version": 1}
+#: The string columns whose values repeat from row to row, in any input.
+NAME_COLUMNS: frozenset[str] = frozenset(
+    name
+    for table in (_RECORDS, _CONTEXTS, _TOMBSTONES)
+    for name, kind in table.items()
+    if kind == _NAME
+)
 #: A tombstone's missing bound equals the other one.
 _OTHER_BOUND = {"forgotten_at": "blocks_sources_before", "blocks_sources_before": "forgotten_at"}
 
@@ -77,6 +92,7 @@ def _arrow_type(kind: str) -> Any:
     pa = pyarrow_module()
     return {
         _TEXT: pa.large_string(),
+        _NAME: pa.dictionary(pa.int32(), pa.string()),
         _INSTANT: pa.timestamp("us", tz="UTC"),
         _INTEGER: pa.int64(),
         _FLOAT: pa.float64(),
@@ -112,6 +128,8 @@ def _converted(column: Any, kind: str, target: Any) -> Any:
     pa = pyarrow_module()
     if column.type == target:
         return column
+    if kind == _NAME and pa.types.is_string_view(column.type):
+        column = column.cast(pa.large_string())  # no direct cast to a dictionary
     if kind == _INSTANT and pa.types.is_timestamp(column.type) and column.type.unit == "ns":
         pc = __import__("pyarrow.compute", fromlist=["floor_temporal"])
         column = pc.floor_temporal(column, unit="microsecond")

@@ -64,19 +64,36 @@ impl<'t> Table<'t> {
         &self,
         column: &str,
         nonempty: bool,
-        mut visit: impl FnMut(&'t str),
+        visit: impl FnMut(&'t str),
     ) -> Checked<()> {
-        self.text_column(column)?
-            .try_for_each(|row, text| match text {
-                None => Err(self.fail(column, ErrorKind::Missing, REQUIRED, Some(row))),
-                Some("") if nonempty => {
-                    Err(self.fail(column, ErrorKind::Empty, NON_EMPTY, Some(row)))
+        self.map_required_text(column, nonempty, |text| text, visit)
+    }
+
+    /// A required string column (non-empty when `nonempty`): each distinct
+    /// value checked and mapped once per dictionary (once per row when not
+    /// dictionary-encoded), each row visited with its value's mapping.
+    pub(super) fn map_required_text<T: Copy>(
+        &self,
+        column: &str,
+        nonempty: bool,
+        mut map: impl FnMut(&'t str) -> T,
+        mut visit: impl FnMut(T),
+    ) -> Checked<()> {
+        self.text_column(column)?.try_for_each_mapped(
+            |row, text| {
+                if nonempty && text.is_empty() {
+                    return Err(self.fail(column, ErrorKind::Empty, NON_EMPTY, Some(row)));
                 }
-                Some(text) => {
-                    visit(text);
+                Ok(map(text))
+            },
+            |row, mapped| match mapped {
+                None => Err(self.fail(column, ErrorKind::Missing, REQUIRED, Some(row))),
+                Some(mapped) => {
+                    visit(mapped);
                     Ok(())
                 }
-            })
+            },
+        )
     }
 
     /// An optional string column (non-empty when present and `nonempty`),
@@ -91,16 +108,18 @@ impl<'t> Table<'t> {
             (0..self.rows).for_each(|_| visit(None));
             return Ok(());
         }
-        self.text_column(column)?
-            .try_for_each(|row, text| match text {
-                Some("") if nonempty => {
-                    Err(self.fail(column, ErrorKind::Empty, NON_EMPTY, Some(row)))
+        self.text_column(column)?.try_for_each_mapped(
+            |row, text| {
+                if nonempty && text.is_empty() {
+                    return Err(self.fail(column, ErrorKind::Empty, NON_EMPTY, Some(row)));
                 }
-                _ => {
-                    visit(text);
-                    Ok(())
-                }
-            })
+                Ok(text)
+            },
+            |_, text| {
+                visit(text);
+                Ok(())
+            },
+        )
     }
 
     /// A required string column's values.
@@ -126,23 +145,27 @@ impl<'t> Table<'t> {
         let text_column = self.text_column(column)?;
         let mut entries = Vec::with_capacity(self.rows);
         let names = NameTable::<V>::new();
-        let entry_of = |text: &str| names.entry(text);
         // A null or empty row anywhere is reported before an unknown value
         // (the checks of a string column come first, as in the Python reader).
         let mut first_unknown: Option<(usize, &str)> = None;
-        text_column.try_for_each(|row, text| {
-            match text {
-                None => return Err(self.fail(column, ErrorKind::Missing, REQUIRED, Some(row))),
-                Some("") => return Err(self.fail(column, ErrorKind::Empty, NON_EMPTY, Some(row))),
-                Some(text) => match entry_of(text) {
-                    Some(entry) => entries.push(entry),
-                    None => {
+        text_column.try_for_each_mapped(
+            |row, text| {
+                if text.is_empty() {
+                    return Err(self.fail(column, ErrorKind::Empty, NON_EMPTY, Some(row)));
+                }
+                Ok(names.entry(text).ok_or(text))
+            },
+            |row, entry| {
+                match entry {
+                    None => return Err(self.fail(column, ErrorKind::Missing, REQUIRED, Some(row))),
+                    Some(Ok(entry)) => entries.push(entry),
+                    Some(Err(text)) => {
                         first_unknown.get_or_insert((row, text));
                     }
-                },
-            }
-            Ok(())
-        })?;
+                }
+                Ok(())
+            },
+        )?;
         if let Some((row, text)) = first_unknown {
             let allowed: Vec<String> = V::NAMES.iter().map(|n| format!("'{n}'")).collect();
             let problem = format!(

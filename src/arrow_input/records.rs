@@ -179,11 +179,14 @@ fn read_ids<'t>(table: &Table<'t>, state: &FixedState) -> Checked<Vec<Hashed<'t>
 
 /// The `key` column, ranked.
 fn read_keys<'t>(table: &Table<'t>, state: &FixedState) -> Checked<(KeyRanks<'t>, Vec<u32>)> {
-    let mut keys = Numbering::with_capacity(table.rows());
-    table.visit_required_text("key", true, |key| {
-        keys.push(Some(Hashed::new(state, key)));
-    })?;
-    Ok(KeyRanks::build(keys))
+    let keys = std::cell::RefCell::new(Numbering::with_capacity(table.rows()));
+    table.map_required_text(
+        "key",
+        true,
+        |key| keys.borrow_mut().number(Hashed::new(state, key)),
+        |number| keys.borrow_mut().push_number(number),
+    )?;
+    Ok(KeyRanks::build(keys.into_inner()))
 }
 
 /// The `supersedes` column hashed.

@@ -80,12 +80,17 @@ pub(super) fn intern_id_column<'t>(
     state: &FixedState,
 ) -> Checked<InternedColumn<'t>> {
     let text_column = table.text_column(column.name())?;
-    let mut numbering = Numbering::with_capacity(table.rows());
-    let _: Result<(), std::convert::Infallible> = text_column.try_for_each(|_, text| {
-        numbering.push(text.map(|text| Hashed::new(state, text)));
-        Ok(())
-    });
-    Ok(Interned::build(numbering))
+    // A shared cell: the value's number is given where it is first met
+    // (per distinct value of a dictionary chunk), the row's where it is visited.
+    let numbering = std::cell::RefCell::new(Numbering::with_capacity(table.rows()));
+    let _: Result<(), std::convert::Infallible> = text_column.try_for_each_mapped(
+        |_, text| Ok(numbering.borrow_mut().number(Hashed::new(state, text))),
+        |_, number| {
+            numbering.borrow_mut().push_number(number.unwrap_or(NO_ROW));
+            Ok(())
+        },
+    );
+    Ok(Interned::build(numbering.into_inner()))
 }
 
 /// The rows' scopes indexed from the id columns' numbers: the index, each

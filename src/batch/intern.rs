@@ -99,12 +99,22 @@ impl<'a> Numbering<'a> {
 
     /// Numbers the next row's value.
     pub fn push(&mut self, value: Option<Hashed<'a>>) {
-        let number = value.map_or(NO_ROW, |value| {
-            *self.numbers.entry(value).or_insert_with(|| {
-                self.distinct.push(value);
-                u32::try_from(self.distinct.len() - 1).unwrap_or(NO_ROW)
-            })
-        });
+        let number = value.map_or(NO_ROW, |value| self.number(value));
+        self.by_row.push(number);
+    }
+
+    /// The number of `value`: its own if an earlier row had it, else the
+    /// next (the row that has it must be pushed next, by [`Self::push_number`],
+    /// so that numbers stay in order of first appearance).
+    pub fn number(&mut self, value: Hashed<'a>) -> u32 {
+        *self.numbers.entry(value).or_insert_with(|| {
+            self.distinct.push(value);
+            u32::try_from(self.distinct.len() - 1).unwrap_or(NO_ROW)
+        })
+    }
+
+    /// Numbers the next row with a number [`Self::number`] gave ([`NO_ROW`] for null).
+    pub fn push_number(&mut self, number: u32) {
         self.by_row.push(number);
     }
 }
