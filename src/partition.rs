@@ -139,6 +139,33 @@ impl ConversationParts {
         }
     }
 
+    /// [`Self::route`] for every scope in order: `route(row, part)`. Rows of
+    /// one user tend to come together, and a dictionary-encoded column gives
+    /// all of them the very same string: a user's part is kept while the
+    /// next row's user id is that string in memory (the same bytes), so it
+    /// is hashed once per run of rows rather than once per row.
+    pub fn route_each(&self, scopes: &[ScopeRef<'_>], mut route: impl FnMut(usize, u32)) {
+        let mut last: Option<(*const u8, usize, u32)> = None;
+        for (row, scope) in scopes.iter().enumerate() {
+            match Owner::of(scope) {
+                Owner::User(user_id) => {
+                    let same = |(at, len, _): (*const u8, usize, u32)| {
+                        std::ptr::eq(at, user_id.as_ptr()) && len == user_id.len()
+                    };
+                    let part = if let Some((_, _, part)) = last.filter(|&entry| same(entry)) {
+                        part
+                    } else {
+                        let part = self.partitioner.part_of_user(user_id);
+                        last = Some((user_id.as_ptr(), user_id.len(), part));
+                        part
+                    };
+                    route(row, part);
+                }
+                Owner::Conversation(_) => self.route(scope, |part| route(row, part)),
+            }
+        }
+    }
+
     /// How many distinct conversations contexts have named (by hash).
     #[must_use]
     pub fn conversations(&self) -> usize {
@@ -220,6 +247,22 @@ mod tests {
         assert_eq!(shared, expected);
         assert_eq!(routed(ScopeRef::conversation("conv-2")), [] as [u32; 0]);
         assert_eq!(conversations.conversations(), 1);
+        // Row by row, the same parts, whether a user's id is one string or copies of it.
+        let ada_copy = String::from("u-ada");
+        let scopes = [
+            ScopeRef::user("u-ada"),
+            ScopeRef::user(&ada_copy),
+            ScopeRef::character("u-bob", "c"),
+            ScopeRef::scene("conv-1", "s"),
+            ScopeRef::user("u-ada"),
+        ];
+        let mut each = Vec::new();
+        conversations.route_each(&scopes, |row, part| each.push((row, part)));
+        let mut one_by_one = Vec::new();
+        for (row, scope) in scopes.iter().enumerate() {
+            conversations.route(scope, |part| one_by_one.push((row, part)));
+        }
+        assert_eq!(each, one_by_one);
     }
 
     #[test]

@@ -98,6 +98,13 @@ fn dictionary(data: &ArrayData, key: &DataType) -> Result<(), ArrowError> {
     Ok(())
 }
 
+/// The lowest and highest of `keys`.
+fn key_range(keys: impl Iterator<Item = i64>) -> (i64, i64) {
+    keys.fold((i64::MAX, i64::MIN), |(lo, hi), key| {
+        (lo.min(key), hi.max(key))
+    })
+}
+
 /// Whether every non-null key of a dictionary array (`WIDTH` bytes each,
 /// native order) is below `count`.
 fn keys_within<const WIDTH: usize>(
@@ -120,20 +127,25 @@ fn keys_within<const WIDTH: usize>(
         key.copy_from_slice(raw);
         decode(key)
     });
-    // A null slot may hold anything: it counts as key 0.
-    let (lowest, highest) = match data.nulls().filter(|nulls| nulls.null_count() > 0) {
-        None => keys.fold((i64::MAX, i64::MIN), |(lo, hi), key| {
-            (lo.min(key), hi.max(key))
-        }),
-        Some(nulls) => keys
-            .zip(nulls.iter())
-            .map(|(key, valid)| if valid { key } else { 0 })
-            .fold((i64::MAX, i64::MIN), |(lo, hi), key| {
-                (lo.min(key), hi.max(key))
-            }),
+    let within = |(lowest, highest): (i64, i64)| {
+        lowest >= 0 && usize::try_from(highest).is_ok_and(|highest| highest < count)
     };
-    data.is_empty()
-        || (lowest >= 0 && usize::try_from(highest).is_ok_and(|highest| highest < count))
+    // Null slots usually hold 0 (what writers put there): every slot in
+    // bounds settles it without reading the validity bits.
+    if data.is_empty() || within(key_range(keys.clone())) {
+        return true;
+    }
+    // A null slot may hold anything: it counts as key 0.
+    match data.nulls().filter(|nulls| nulls.null_count() > 0) {
+        None => false,
+        Some(nulls) => within(key_range(keys.zip(nulls.iter()).map(|(key, valid)| {
+            if valid {
+                key
+            } else {
+                0
+            }
+        }))),
+    }
 }
 
 /// Checks the strings of `offsets` (`width` bytes each, native order) into

@@ -25,37 +25,52 @@ struct Routed {
 }
 
 impl Routed {
-    /// Groups `(part, row)` pairs by part, rows ascending within a part.
-    fn group(parts: u32, mut pairs: Vec<(u32, u32)>) -> Result<Self, Broken> {
-        pairs.sort_unstable();
-        let mut ends = vec![0_u32; parts as usize];
-        for &(part, _) in &pairs {
-            *ends
+    /// Groups `(part, row)` pairs by part, keeping their order within a
+    /// part (rows ascend: pairs come in row order). A counting sort: parts
+    /// are few, and a comparison sort of each batch's pairs was 7% of routing.
+    fn group(parts: u32, pairs: &[(u32, u32)]) -> Result<Self, Broken> {
+        let mut next = vec![0_u32; parts as usize];
+        for &(part, _) in pairs {
+            *next
                 .get_mut(part as usize)
                 .ok_or(Broken("a row was routed past the last part"))? += 1;
         }
+        let mut ends = Vec::with_capacity(next.len());
         let mut total = 0_u32;
-        for end in &mut ends {
-            total += *end;
-            *end = total;
+        for count in &mut next {
+            let start = total;
+            total += *count;
+            ends.push(total);
+            *count = start; // now where the part's next row goes
         }
-        Ok(Self {
-            rows: pairs.into_iter().map(|(_, row)| row).collect(),
-            ends,
-        })
+        let mut rows = vec![0_u32; pairs.len()];
+        for &(part, row) in pairs {
+            let slot = next
+                .get_mut(part as usize)
+                .ok_or(Broken("a row was routed past the last part"))?;
+            *rows
+                .get_mut(*slot as usize)
+                .ok_or(Broken("a part's rows overflow the batch"))? = row;
+            *slot += 1;
+        }
+        Ok(Self { rows, ends })
     }
 }
 
 fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let mut bytes = Vec::with_capacity(values.len() * 4);
+    for value in values {
+        bytes.extend_from_slice(&value.to_ne_bytes());
+    }
     PyBytes::new(py, &bytes)
 }
 
 fn hash_bytes<'py>(py: Python<'py>, hashes: &[(u64, u64)]) -> Bound<'py, PyBytes> {
-    let bytes: Vec<u8> = hashes
-        .iter()
-        .flat_map(|(high, low)| high.to_ne_bytes().into_iter().chain(low.to_ne_bytes()))
-        .collect();
+    let mut bytes = Vec::with_capacity(hashes.len() * 16);
+    for (high, low) in hashes {
+        bytes.extend_from_slice(&high.to_ne_bytes());
+        bytes.extend_from_slice(&low.to_ne_bytes());
+    }
     PyBytes::new(py, &bytes)
 }
 
@@ -123,7 +138,7 @@ impl Router {
                 pairs.push((part, row_number(row)?));
             }
             Ok((
-                Routed::group(self.parts, pairs)?,
+                Routed::group(self.parts, &pairs)?,
                 id_hashes(&table, "context_id")?,
             ))
         })?;
@@ -185,12 +200,12 @@ impl Router {
 impl Router {
     fn route(&self, scopes: &[ScopeRef<'_>]) -> Result<Routed, Broken> {
         let conversations = self.conversations();
+        row_number(scopes.len())?;
         let mut pairs = Vec::with_capacity(scopes.len());
-        for (row, scope) in scopes.iter().enumerate() {
-            let row = row_number(row)?;
-            conversations.route(scope, |part| pairs.push((part, row)));
-        }
-        Routed::group(self.parts, pairs)
+        conversations.route_each(scopes, |row, part| {
+            pairs.push((part, u32::try_from(row).unwrap_or(u32::MAX)));
+        });
+        Routed::group(self.parts, &pairs)
     }
 }
 
@@ -233,8 +248,8 @@ pub(crate) fn route_by_id<'py>(
             }
         }
         Ok((
-            Routed::group(parts, home)?,
-            Routed::group(parts, copies)?,
+            Routed::group(parts, &home)?,
+            Routed::group(parts, &copies)?,
             hashes,
         ))
     })?;
