@@ -13,6 +13,8 @@ or its error at the same row.
 from __future__ import annotations
 
 import itertools
+import uuid
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,8 +27,11 @@ import memresolve as mr
 from batch_rows import arrow_tables
 from conftest import PARITY_EXAMPLES
 from memresolve._backend import available_backends
+from memresolve._canonical import read_columns
 from memresolve._kernels import get_batch_resolver
-from memresolve.testing import Store, stores
+from memresolve._sources import _names
+from memresolve._spill import compacted
+from memresolve.testing import Store, batch_store, stores
 
 BACKENDS = available_backends()
 _STRINGS = (pa.string(), pa.large_string())
@@ -74,11 +79,12 @@ def _dictionary(texts: list[str | None], data: st.DataObject) -> pa.Array:
     positions: dict[str | None, list[int]] = {}
     for position, value in enumerate(values):
         positions.setdefault(value, []).append(position)
+    # A null row is a null key, or (when the dictionary holds one) the null value.
+    null_choices: list[int | None] = [None, *positions.get(None, [])]
     indices = [
-        None if text is None and not null_value
-        else data.draw(st.sampled_from(positions[text]), label="index")
+        data.draw(st.sampled_from(null_choices if text is None else positions[text]), label="index")
         for text in texts
-    ]  # fmt: skip
+    ]
     widths = [pa.int16(), pa.int32(), pa.int64(), pa.uint16(), pa.uint32()]
     if len(values) < 128:
         widths += [pa.int8(), pa.uint8()]
@@ -148,13 +154,126 @@ def test_a_rejection_names_the_same_row_whatever_the_encoding(
         assert encoded == plain, backend
 
 
-def test_a_key_past_the_dictionary_is_malformed_not_read() -> None:
+@pytest.mark.parametrize(
+    ("index_type", "keys", "values", "valid"),
+    [
+        (pa.int32(), [0, 5], ["k"], False),  # past the end
+        (pa.int8(), [0, 1], ["k"], False),  # equal to the length
+        (pa.int16(), [0, -1], ["k"], False),  # negative
+        (pa.uint64(), [0, 2**63 + 1], ["k"], False),  # past i64::MAX
+        (pa.int32(), [0, 7], [], False),  # a non-null key over an empty dictionary
+        (pa.int64(), [0, 0], ["k"], True),
+        (pa.uint8(), [0, None], ["k"], True),
+    ],
+)
+def test_dictionary_keys_are_checked_before_they_are_read(
+    index_type: pa.DataType, keys: list[int | None], values: list[str], valid: bool
+) -> None:
     records, contexts, _ = arrow_tables(STORY)
-    keys = pa.DictionaryArray.from_arrays(
-        pa.array([0] * (records.num_rows - 1) + [5], pa.int32()), pa.array(["k"]), safe=False
+    rows = records.num_rows
+    column = pa.DictionaryArray.from_arrays(
+        pa.array([0] * (rows - len(keys)) + keys, index_type),
+        pa.array(values or [], pa.string()),
+        safe=False,
     )
-    broken = records.set_column(records.column_names.index("key"), "key", keys)
+    broken = records.set_column(records.column_names.index("key"), "key", column)
     for backend in BACKENDS:
+        if valid and None not in keys:
+            get_batch_resolver(backend)(broken, contexts)  # reads as every key "k"
+            continue
         with pytest.raises(mr.InvalidInputError) as caught:
             get_batch_resolver(backend)(broken, contexts)
-        assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.MALFORMED, "key"), backend
+        expected = (mr.ErrorKind.MISSING, "key") if valid else (mr.ErrorKind.MALFORMED, "key")
+        assert (caught.value.kind, caught.value.field) == expected, backend
+
+
+def test_a_null_or_empty_value_anywhere_comes_before_an_unknown_one() -> None:
+    # status: an unknown value at row 1, an empty value first used at row 3, a null value at
+    # row 5; the dictionary shared by two chunks that split between rows 2 and 3.
+    records, contexts, _ = arrow_tables(STORY)
+    rows = records.num_rows
+    assert rows > 6
+    dictionary = pa.array(["active", "nope", "", None])
+    keys = [0, 1, 0, 2, 0, 3] + [0] * (rows - 6)
+    shared = pa.DictionaryArray.from_arrays(pa.array(keys, pa.int32()), dictionary)
+    plain = pa.array([dictionary[k].as_py() for k in keys], pa.string())
+    position = records.column_names.index("status")
+    for column in (plain, pa.chunked_array([shared.slice(0, 3), shared.slice(3)])):
+        table = records.set_column(position, "status", column)
+        for backend in BACKENDS:
+            with pytest.raises(mr.InvalidInputError) as caught:
+                get_batch_resolver(backend)(table, contexts)
+            assert caught.value.where()[:3] == (mr.ErrorKind.EMPTY, "status", 3), backend
+
+
+@settings(max_examples=50)
+@given(
+    st.lists(st.one_of(st.none(), st.sampled_from("abcdefgh")), min_size=1, max_size=40),
+    st.data(),
+)
+def test_a_part_keeps_no_more_dictionary_values_than_rows(
+    texts: list[str | None], data: st.DataObject
+) -> None:
+    column = _dictionary(texts, data)
+    rows = data.draw(st.lists(st.integers(0, len(texts) - 1), max_size=len(texts)))
+    taken = pa.RecordBatch.from_arrays([column], names=["n"]).take(pa.array(rows, pa.uint32()))
+    kept = compacted(taken)
+    assert kept.schema == taken.schema
+    assert kept.column(0).to_pylist() == taken.column(0).to_pylist()
+    if len(taken.column(0).dictionary) > len(rows):
+        assert len(kept.column(0).dictionary) <= len(rows)
+    else:
+        assert kept.column(0).dictionary.equals(taken.column(0).dictionary)
+
+
+def test_names_are_read_as_dictionaries_only_where_the_file_keeps_one(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    rows = 50_000
+    table = pa.table(
+        {
+            "key": [f"k{n % 20}" for n in range(rows)],
+            "user_id": [str(uuid.UUID(int=n)) for n in range(rows)],  # all distinct
+        }
+    )
+    path = tmp_path / "names.parquet"
+    pq.write_table(table, path, dictionary_pagesize_limit=64 * 1024)  # user_id gives up
+    assert _names(pq.ParquetFile(path).metadata, ["key", "user_id"]) == ["key"]
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(table, plain, use_dictionary=False)
+    assert _names(pq.ParquetFile(plain).metadata, ["key", "user_id"]) == []
+    whole = tmp_path / "whole.parquet"
+    pq.write_table(table, whole, dictionary_pagesize_limit=2**24)  # every id in its dictionary
+    assert _names(pq.ParquetFile(whole).metadata, ["key", "user_id"]) == ["key", "user_id"]
+
+
+def test_many_parts_of_a_store_of_distinct_names_spill_no_more_than_plain(
+    tmp_path: Path,
+) -> None:
+    # Every record its own key: one batch's key dictionary is as long as the batch, and
+    # each of 32 parts takes a thirty-second of its rows. Kept whole, every part would
+    # spill the whole dictionary (about 30 times the keys); compacted, its own keys.
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    store = batch_store.generate(5_000, seed=3)
+    records = store.records.set_column(
+        store.records.column_names.index("key"),
+        "key",
+        pa.array([f"key-{uuid.UUID(int=n)}" for n in range(store.records.num_rows)]),
+    )
+    tables = {"records": records, "contexts": store.contexts, "tombstones": store.tombstones}
+    for name, table in tables.items():
+        pq.write_table(table, tmp_path / f"{name}.parquet", dictionary_pagesize_limit=2**24)
+    summary = mr.resolve_dataset(
+        tmp_path / "records.parquet",
+        tmp_path / "contexts.parquet",
+        tmp_path / "out",
+        tombstones=tmp_path / "tombstones.parquet",
+        parts=32,
+    )
+    assert summary.parts > 1
+    expected = mr.resolve_batch(records, store.contexts, tombstones=store.tombstones)
+    assert pq.read_table(tmp_path / "out").num_rows == expected.num_rows
+    read = [c for c in read_columns("records", False) if c in records.column_names]
+    plain = records.select(read).nbytes + store.contexts.nbytes + store.tombstones.nbytes
+    assert summary.peak_spill_bytes <= plain * 1.5, (summary.peak_spill_bytes, plain)

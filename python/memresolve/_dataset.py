@@ -328,7 +328,8 @@ class _Job:
         # output must be written first, not held beside them.
         self._written()
         contexts = parts.contexts.table(part, self.schemas["contexts"])
-        owners = contexts.column("user_id").unique()
+        # As strings: a dictionary may hold one value twice, or chunks their own dictionaries.
+        owners = contexts.column("user_id").cast(pyarrow_module().string()).unique()
         if len(owners) == 1 or depth >= MAX_SPLITS:
             raise self._too_big(parts, part)
         del contexts, owners  # mapped from the spill file: its space is freed once removed
@@ -361,7 +362,7 @@ class _Job:
     def _too_big(self, parts: _PartSet, part: int) -> MemoryLimitError:
         pc = __import__("pyarrow.compute", fromlist=["value_counts"])
         records = parts.records.table(part, self.schemas["records"])
-        counts = pc.value_counts(records.column("user_id").drop_null())
+        counts = pc.value_counts(records.column("user_id").cast("string").drop_null())
         biggest = max(counts.to_pylist(), key=lambda entry: entry["counts"], default=None)
         owner = "?" if biggest is None else biggest["values"]
         size = parts.size(part) * RESOLVE_FACTOR

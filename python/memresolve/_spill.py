@@ -24,7 +24,7 @@ from typing import Any, Final
 from memresolve._arrow_input import pyarrow_module
 from memresolve._background import InOrder
 
-__all__ = ["IdBuckets", "Parts"]
+__all__ = ["IdBuckets", "Parts", "compacted"]
 
 #: Bytes of input batches the spill thread may keep alive while they wait to be written.
 SPILL_QUEUE_BYTES: Final = 64 * 2**20
@@ -36,6 +36,32 @@ def _numpy() -> Any:
     import numpy  # noqa: PLC0415 - the batch job's optional dependency
 
     return numpy
+
+
+def compacted(batch: Any) -> Any:
+    """``batch`` with each dictionary column that holds more values than rows cut down to
+    the values its rows use.
+
+    A part taking a few rows of a batch would otherwise keep, and spill, the batch's whole
+    dictionary (a row group's, for names read from Parquet): at most a dictionary per batch
+    and part, so a store of many distinct names split in many parts would spill more than
+    its plain strings. Compacted, a part's dictionary columns never hold more values than
+    rows. Dictionaries no larger than the rows are kept whole: consecutive batches share
+    them, and the spill writes each once.
+    """
+    pa = pyarrow_module()
+    columns = list(batch.columns)
+    changed = False
+    for position, column in enumerate(columns):
+        if pa.types.is_dictionary(column.type) and len(column.dictionary) > len(column):
+            pc = __import__("pyarrow.compute", fromlist=["unique"])
+            used = pc.unique(column.indices.drop_null())
+            indices = pc.index_in(column.indices, value_set=used).cast(column.type.index_type)
+            columns[position] = pa.DictionaryArray.from_arrays(
+                indices, column.dictionary.take(used)
+            )
+            changed = True
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema) if changed else batch
 
 
 class Parts:
@@ -84,7 +110,7 @@ class Parts:
         starts = np.concatenate(([0], stops[:-1]))
         if self._background is None:
             for part in np.flatnonzero(stops > starts):
-                self.add(int(part), batch.take(taken[starts[part] : stops[part]]))
+                self.add(int(part), compacted(batch.take(taken[starts[part] : stops[part]])))
             return
         # Spilled: each part's rows are copied out on the spill thread, as they are written.
         batch = self._conformed(batch)
@@ -120,7 +146,7 @@ class Parts:
         return batch
 
     def _take_and_write(self, part: int, batch: Any, rows: Any) -> None:
-        self._write(part, batch.take(rows))
+        self._write(part, compacted(batch.take(rows)))
 
     def _write(self, part: int, batch: Any) -> None:
         """Appends ``batch`` to the spill file of ``part`` (on the spill thread; ``bytes``

@@ -28,12 +28,13 @@ impl<'t> Texts<'t> {
     }
 
     fn get(&self, index: usize) -> Option<&'t str> {
-        let (len, valid) = match self {
-            Self::Utf8(a) => (a.len(), a.is_valid(index)),
-            Self::Large(a) => (a.len(), a.is_valid(index)),
-            Self::View(a) => (a.len(), a.is_valid(index)),
+        // The length first: `is_valid` past the end would panic.
+        let in_range = match self {
+            Self::Utf8(a) => index < a.len() && a.is_valid(index),
+            Self::Large(a) => index < a.len() && a.is_valid(index),
+            Self::View(a) => index < a.len() && a.is_valid(index),
         };
-        if index >= len || !valid {
+        if !in_range {
             return None;
         }
         Some(match self {
@@ -190,8 +191,16 @@ pub(super) struct DictionaryChunk<'t> {
 }
 
 impl<'t> DictionaryChunk<'t> {
+    /// The chunk, if it is a dictionary of strings with integer keys (any other
+    /// key type is no string column, and its rows could not be visited).
     fn of(array: &'t dyn Array) -> Option<Self> {
         let dictionary = array.as_any_dictionary_opt()?;
+        let DataType::Dictionary(key, _) = array.data_type() else {
+            return None;
+        };
+        if !key.is_dictionary_key_type() {
+            return None;
+        }
         Some(Self {
             array,
             values: Texts::of(dictionary.values().as_ref())?,
@@ -213,16 +222,7 @@ impl<'t> DictionaryChunk<'t> {
 
     /// The string at `index` (`None` for a null row or a null value).
     fn get(&self, index: usize) -> Option<&'t str> {
-        if index >= self.len() || self.array.is_null(index) {
-            return None;
-        }
-        let mut key = None;
-        let _: Result<(), std::convert::Infallible> =
-            for_each_key(&self.array.slice(index, 1), &mut |_, found| {
-                key = found;
-                Ok(())
-            });
-        key.and_then(|key| self.values.get(key))
+        key_at(self.array, index).and_then(|key| self.values.get(key))
     }
 
     /// Calls `visit(row, key)` on every row's key in order (`None` for a null row).
@@ -321,6 +321,31 @@ fn for_each_key<E>(
             _ => Ok(()), // not a key type Arrow allows: the chunk was refused before
         },
         _ => Ok(()),
+    }
+}
+
+/// The key of one row of a dictionary array (`None` for a null row or past the end).
+fn key_at(array: &dyn Array, index: usize) -> Option<usize> {
+    use arrow_array::types::{
+        Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    };
+    fn key_of<K: ArrowDictionaryKeyType>(array: &dyn Array, index: usize) -> Option<usize> {
+        let keys = array.as_dictionary_opt::<K>()?.keys();
+        (index < keys.len() && keys.is_valid(index)).then(|| keys.value(index).as_usize())
+    }
+    match array.data_type() {
+        DataType::Dictionary(key, _) => match key.as_ref() {
+            DataType::Int8 => key_of::<Int8Type>(array, index),
+            DataType::Int16 => key_of::<Int16Type>(array, index),
+            DataType::Int32 => key_of::<Int32Type>(array, index),
+            DataType::Int64 => key_of::<Int64Type>(array, index),
+            DataType::UInt8 => key_of::<UInt8Type>(array, index),
+            DataType::UInt16 => key_of::<UInt16Type>(array, index),
+            DataType::UInt32 => key_of::<UInt32Type>(array, index),
+            DataType::UInt64 => key_of::<UInt64Type>(array, index),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -478,6 +503,22 @@ mod tests {
             column(&arrays).chunks.len(),
             4,
             "every chunk read as strings"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_lookup_reads_any_row_of_a_dictionary_chunk() -> Outcome {
+        let values: ArrayRef = Arc::new(StringArray::from(vec![Some("x"), None, Some("y")]));
+        let keys = Int32Array::from(vec![Some(2), None, Some(1), Some(0)]);
+        let whole: ArrayRef = Arc::new(DictionaryArray::try_new(keys, values)?);
+        let arrays = [Arc::clone(&whole), whole.slice(2, 2)];
+        let lookup = super::TextLookup::new(column(&arrays));
+        let rows: Vec<Option<&str>> = (0..7).map(|row| lookup.get(row)).collect();
+        // y, a null key, a null value, x; then the slice: a null value, x; past the end.
+        assert_eq!(
+            rows,
+            [Some("y"), None, None, Some("x"), None, Some("x"), None]
         );
         Ok(())
     }

@@ -43,6 +43,12 @@ impl Routed {
             ends.push(total);
             *count = start; // now where the part's next row goes
         }
+        debug_assert!(
+            pairs
+                .windows(2)
+                .all(|pair| matches!(pair, [a, b] if a.1 <= b.1)),
+            "pairs come in row order, so rows ascend within each part"
+        );
         let mut rows = vec![0_u32; pairs.len()];
         for &(part, row) in pairs {
             let slot = next
