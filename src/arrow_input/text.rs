@@ -5,7 +5,7 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::ArrowDictionaryKeyType;
-use arrow_array::{Array, ArrayRef};
+use arrow_array::{downcast_dictionary_array, Array, ArrayRef};
 use arrow_buffer::ArrowNativeType;
 use arrow_schema::DataType;
 
@@ -305,58 +305,27 @@ fn for_each_key<E>(
     array: &dyn Array,
     visit: &mut impl FnMut(usize, Option<usize>) -> Result<(), E>,
 ) -> Result<(), E> {
-    use arrow_array::types::{
-        Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
-    };
-    match array.data_type() {
-        DataType::Dictionary(key, _) => match key.as_ref() {
-            DataType::Int8 => keys_of::<Int8Type, E>(array, visit),
-            DataType::Int16 => keys_of::<Int16Type, E>(array, visit),
-            DataType::Int32 => keys_of::<Int32Type, E>(array, visit),
-            DataType::Int64 => keys_of::<Int64Type, E>(array, visit),
-            DataType::UInt8 => keys_of::<UInt8Type, E>(array, visit),
-            DataType::UInt16 => keys_of::<UInt16Type, E>(array, visit),
-            DataType::UInt32 => keys_of::<UInt32Type, E>(array, visit),
-            DataType::UInt64 => keys_of::<UInt64Type, E>(array, visit),
-            _ => Ok(()), // not a key type Arrow allows: the chunk was refused before
-        },
-        _ => Ok(()),
-    }
+    downcast_dictionary_array!(
+        array => keys_of(array.keys(), visit),
+        _ => Ok(()), // not a dictionary: `DictionaryChunk::of` refused it
+    )
 }
 
 /// The key of one row of a dictionary array (`None` for a null row or past the end).
 fn key_at(array: &dyn Array, index: usize) -> Option<usize> {
-    use arrow_array::types::{
-        Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
-    };
-    fn key_of<K: ArrowDictionaryKeyType>(array: &dyn Array, index: usize) -> Option<usize> {
-        let keys = array.as_dictionary_opt::<K>()?.keys();
-        (index < keys.len() && keys.is_valid(index)).then(|| keys.value(index).as_usize())
-    }
-    match array.data_type() {
-        DataType::Dictionary(key, _) => match key.as_ref() {
-            DataType::Int8 => key_of::<Int8Type>(array, index),
-            DataType::Int16 => key_of::<Int16Type>(array, index),
-            DataType::Int32 => key_of::<Int32Type>(array, index),
-            DataType::Int64 => key_of::<Int64Type>(array, index),
-            DataType::UInt8 => key_of::<UInt8Type>(array, index),
-            DataType::UInt16 => key_of::<UInt16Type>(array, index),
-            DataType::UInt32 => key_of::<UInt32Type>(array, index),
-            DataType::UInt64 => key_of::<UInt64Type>(array, index),
-            _ => None,
+    downcast_dictionary_array!(
+        array => {
+            let keys = array.keys();
+            (index < keys.len() && keys.is_valid(index)).then(|| keys.value(index).as_usize())
         },
         _ => None,
-    }
+    )
 }
 
 fn keys_of<K: ArrowDictionaryKeyType, E>(
-    array: &dyn Array,
+    keys: &arrow_array::PrimitiveArray<K>,
     visit: &mut impl FnMut(usize, Option<usize>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let Some(dictionary) = array.as_dictionary_opt::<K>() else {
-        return Ok(());
-    };
-    let keys = dictionary.keys();
     // A negative key cannot be valid (the chunk was validated): as a `usize`
     // it is out of range, and reads as no value.
     match keys.nulls().filter(|nulls| nulls.null_count() > 0) {
