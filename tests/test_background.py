@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import memresolve as mr
-from memresolve import _dataset, _sources, _spill
+from memresolve import _dataset, _dataset_output, _sources, _spill
 from memresolve._background import InOrder, read_ahead
 from memresolve._canonical import read_columns
 from memresolve.testing.batch_store import Written, write_parquet
@@ -143,7 +143,7 @@ def test_a_spill_write_that_fails_fails_the_job_and_leaves_nothing(
 def test_an_output_write_that_fails_fails_the_job_and_leaves_nothing(
     store_files: Written, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_write = _dataset._write_parquet
+    real_write = _dataset_output._write_parquet
     writes = 0
 
     def failing_write(table: Any, path: Path) -> None:
@@ -153,7 +153,7 @@ def test_an_output_write_that_fails_fails_the_job_and_leaves_nothing(
             raise OSError(28, "No space left on device")
         real_write(table, path)
 
-    monkeypatch.setattr(_dataset, "_write_parquet", failing_write)
+    monkeypatch.setattr(_dataset_output, "_write_parquet", failing_write)
     spill = tmp_path / "spill"
     spill.mkdir()
     with pytest.raises(OSError, match="No space left"):
@@ -198,7 +198,7 @@ def test_a_job_whose_cleanup_is_interrupted_still_leaves_nothing(
 ) -> None:
     """Ctrl-C in the middle of the job, and again while its threads are stopped: the
     spill and the partial output are removed all the same, and no thread is left."""
-    real_write = _dataset._write_parquet
+    real_write = _dataset_output._write_parquet
     real_stop = _dataset._Job.stop
 
     def interrupting_write(table: Any, path: Path) -> None:
@@ -209,7 +209,7 @@ def test_a_job_whose_cleanup_is_interrupted_still_leaves_nothing(
         real_stop(self)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_dataset, "_write_parquet", interrupting_write)
+    monkeypatch.setattr(_dataset_output, "_write_parquet", interrupting_write)
     monkeypatch.setattr(_dataset._Job, "stop", interrupted_stop)
     spill = tmp_path / "spill"
     spill.mkdir()

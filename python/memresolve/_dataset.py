@@ -30,6 +30,7 @@ from memresolve import _validate as check
 from memresolve._arrow_input import pyarrow_module
 from memresolve._background import shut_down
 from memresolve._canonical import canonical, canonical_schema, read_columns
+from memresolve._dataset_output import OutputWriter
 from memresolve._job_limits import (
     BASELINE_BYTES,
     MAX_PARTS,
@@ -73,6 +74,10 @@ RESOLVE_FACTOR = 4
 PART_MARGIN = 1.25
 #: Parts of an input whose size is unknown (an Arrow stream) until it is read.
 STREAM_PARTS = 16
+#: The output of a part is written in files of about the budget over this (at least
+#: ``OUTPUT_BYTES_MIN``), held one at a time while the next one is built.
+OUTPUT_SHARE = 8
+OUTPUT_BYTES_MIN = 16 << 20
 #: How often a part too big for the limit is split again by owner.
 MAX_SPLITS = 4
 
@@ -182,15 +187,24 @@ class _Job:
     compression: str | None
     schemas: dict[str, Any] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISION_NAMES, 0))
-    written: int = 0
     resolved: int = 0
+    #: Parts resolved (those split are not: their own parts are).
+    parts_resolved: int = 0
     total_parts: int = 0
     peak_spill: int = 0
-    #: The next part's tables are read, and the last output written, on these.
+    #: The next part's tables are read on this thread, the output written by ``writer``.
     reader: ThreadPoolExecutor = field(default_factory=lambda: _thread("read-part"))
-    writer: ThreadPoolExecutor = field(default_factory=lambda: _thread("write-output"))
-    #: The bytes of the output being written, and its write.
-    writing: tuple[int, Future[None]] | None = None
+    writer: OutputWriter = field(init=False)
+    #: What the job holds while a part resolves, beside the output being written.
+    resolving: int = 0
+
+    def __post_init__(self) -> None:
+        self.writer = OutputWriter(self.output, self.budget)
+
+    @property
+    def output_bytes(self) -> int:
+        """The output held at a time while a part resolves (and as much being written)."""
+        return max(OUTPUT_BYTES_MIN, self.budget // OUTPUT_SHARE)
 
     def report(self, stage: str, done: int, total: int | None = None) -> None:
         if self.progress is not None:
@@ -242,7 +256,9 @@ class _Job:
                     else:
                         tables = self._tables(parts, part)
                     ahead = self._read_ahead(parts, part, cost)
-                    self._resolve(tables, cost)
+                    # The next part's tables, read meanwhile, are held beside this one.
+                    held = cost + (parts.size(ahead[0]) if ahead is not None else 0)
+                    self._resolve(tables, cost, held)
                     del tables
             parts.remove(part)
             self.resolved += 1
@@ -269,50 +285,46 @@ class _Job:
         )
         if following is None or parts.size(following) * RESOLVE_FACTOR > self.budget:
             return None
-        if cost + parts.size(following) + self._writing_bytes() > self.budget:
+        if cost + parts.size(following) + self.writer.writing_bytes() > self.budget:
             return None
         return following, self.reader.submit(self._tables, parts, following)
 
-    def _resolve(self, tables: _Tables, cost: int) -> None:
-        if cost + self._writing_bytes() > self.budget:
-            self._written()  # no room for the last output beside this part
+    def _resolve(self, tables: _Tables, cost: int, held: int) -> None:
+        """Resolves one part's tables (``cost``: what resolving them takes; ``held``: that
+        and whatever else the job holds meanwhile), writing its output as it is built."""
+        if cost + self.writer.writing_bytes() > self.budget:
+            self.writer.wait()  # no room for the last output beside this part
         records, contexts, tombstones = tables
-        result = _kernels.SELECTED_BATCH(records, contexts, tombstones=tombstones, **self.options)
+        self.parts_resolved += 1
+        self.resolving = held
+        # Handed over as it is built: a part's output can be far larger than its records.
+        _kernels.SELECTED_STREAMED_BATCH(
+            records,
+            contexts,
+            self._hand_over,
+            tombstones=tombstones,
+            max_bytes=self.output_bytes,
+            **self.options,
+        )
+        self.resolving = 0
+
+    def _hand_over(self, result: Any) -> None:
         if result.num_rows:  # no file of nothing: a part whose contexts see no record
-            self.write(result)
+            self.writer.write(result, reserved=self.resolving)
             _count_decisions(result, self.rows)
-
-    def write(self, result: Any) -> None:
-        """Writes ``result`` as the next output file, on the writer thread."""
-        self._written()
-        path = self.output / f"part-{self.written:05d}.parquet"
-        self.writing = (result.nbytes, self.writer.submit(_write_parquet, result, path))
-        self.written += 1
-
-    def _writing_bytes(self) -> int:
-        if self.writing is None or self.writing[1].done():
-            return 0
-        return int(self.writing[0])
-
-    def _written(self) -> None:
-        """Waits for the output being written; raises its failure."""
-        writing, self.writing = self.writing, None
-        if writing is not None:
-            writing[1].result()
 
     def stop(self) -> None:
         """Stops the reader and writer threads (the job is over, whatever its outcome)."""
-        self.writing = None
         try:
             shut_down(self.reader)
         finally:
-            shut_down(self.writer)
+            self.writer.stop()
 
     def finish(self) -> None:
         """Writes one file with no rows when nothing else was, so the output has its columns."""
-        if self.written == 0:
+        if self.writer.written == 0:
             empty = {what: _empty_table(schema) for what, schema in self.schemas.items()}
-            self.write(
+            self.writer.write(
                 _kernels.SELECTED_BATCH(
                     empty["records"],
                     empty["contexts"],
@@ -320,13 +332,13 @@ class _Job:
                     **self.options,
                 )
             )
-        self._written()
+        self.writer.wait()
 
     def _split(self, parts: _PartSet, part: int, depth: int) -> None:
         """Splits one part in several by owner (a new seed), then resolves those."""
         # Reading the part's tables to split it may take the whole budget: the last
         # output must be written first, not held beside them.
-        self._written()
+        self.writer.wait()
         contexts = parts.contexts.table(part, self.schemas["contexts"])
         # As strings: a dictionary may hold one value twice, or chunks their own dictionaries.
         owners = contexts.column("user_id").cast(pyarrow_module().string()).unique()
@@ -448,7 +460,9 @@ def resolve_dataset(
     IPC holding only the columns resolution reads (``value`` only with
     ``with_values``), uncompressed unless ``spill_compression`` is ``"lz4"``
     or ``"zstd"`` (a quarter of the disk, a slower job). The spill is removed
-    whatever happens, Ctrl-C included. Every rule of the batch form holds for
+    whatever happens, Ctrl-C included. A part's output, which can be far
+    larger than its input, is built and written a piece at a time (files of
+    about an eighth of the limit). Every rule of the batch form holds for
     the whole input: a record id repeated in another file is an error.
 
     ``progress(stage, done, total)`` is called as rows are read (stages
@@ -549,7 +563,7 @@ def resolve_dataset(
         records=n_records,
         contexts=n_contexts,
         tombstones=n_tombstones,
-        parts=job.written,
+        parts=max(1, job.parts_resolved),
         rows={name: rows for name, rows in job.rows.items() if rows},
         seconds=time.perf_counter() - started,
         peak_spill_bytes=job.peak_spill,
@@ -574,18 +588,6 @@ def _empty_table(schema: Any) -> Any:
 
 def _directory_bytes(directory: Path) -> int:
     return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
-
-
-def _write_parquet(table: Any, path: Path) -> None:
-    pq = __import__("pyarrow.parquet", fromlist=["write_table"])
-    # Dictionaries only where values repeat: a context's id repeats on each of its
-    # rows, a record's id hardly ever (trying costs a fifth of the write).
-    repeating = [
-        name
-        for name in ("context_id", "decision", "key", "certainty")
-        if name in table.column_names
-    ]
-    pq.write_table(table, str(path), use_dictionary=repeating)
 
 
 def _count_decisions(table: Any, rows: dict[str, int]) -> None:

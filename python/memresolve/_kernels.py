@@ -28,13 +28,16 @@ from memresolve.errors import BackendUnavailableError, InternalError
 __all__ = [
     "SELECTED",
     "SELECTED_BATCH",
+    "SELECTED_STREAMED_BATCH",
     "BatchResolver",
     "Kernel",
     "NativeKernel",
     "Prepared",
     "ReferenceKernel",
+    "StreamedBatchResolver",
     "get_backend",
     "get_batch_resolver",
+    "get_streamed_batch_resolver",
 ]
 
 
@@ -265,6 +268,57 @@ def _native_batch(resolve_batch: Callable[..., Any]) -> BatchResolver:
     return run
 
 
+class StreamedBatchResolver(Protocol):
+    """``resolve_batch`` handing its result over as it is built: ``sink(table)`` is called
+    with pyarrow tables in output order, each of about ``max_bytes`` or more (the last may
+    be smaller); returns the rows handed over."""
+
+    def __call__(
+        self,
+        records: object,
+        contexts: object,
+        sink: Callable[[Any], object],
+        *,
+        tombstones: object | None = None,
+        include_excluded: bool = False,
+        with_values: bool = False,
+        max_bytes: int = ...,
+    ) -> int: ...
+
+
+def _reference_streamed(
+    records: object,
+    contexts: object,
+    sink: Callable[[Any], object],
+    *,
+    tombstones: object | None = None,
+    include_excluded: bool = False,
+    with_values: bool = False,
+    max_bytes: int = 64 << 20,
+) -> int:
+    """The reference's: it builds its whole result first (it is the specification, slow on
+    purpose), then hands it over in one table."""
+    del max_bytes
+    result = reference.resolve_batch(
+        records,
+        contexts,
+        tombstones=tombstones,
+        include_excluded=include_excluded,
+        with_values=with_values,
+    )
+    sink(result)
+    return int(result.num_rows)
+
+
+def get_streamed_batch_resolver(name: str) -> StreamedBatchResolver:
+    """The streamed ``resolve_batch`` of the backend called ``name`` (Arrow inputs only)."""
+    if name == "reference":
+        return _reference_streamed
+    if name == "native":
+        return cast(StreamedBatchResolver, _native_loader.load().resolve_batch_into)
+    raise BackendUnavailableError(f"unknown backend {name!r}; expected 'native' or 'reference'")
+
+
 def get_batch_resolver(name: str) -> BatchResolver:
     """The ``resolve_batch`` of the backend called ``name``, for tests and benchmarks."""
     if name == "reference":
@@ -276,3 +330,4 @@ def get_batch_resolver(name: str) -> BatchResolver:
 
 SELECTED: Final[Kernel] = get_backend(_backend.NAME)
 SELECTED_BATCH: Final[BatchResolver] = get_batch_resolver(_backend.NAME)
+SELECTED_STREAMED_BATCH: Final[StreamedBatchResolver] = get_streamed_batch_resolver(_backend.NAME)

@@ -1,5 +1,6 @@
 """The compiled Rust module (PyO3). Private: import ``memresolve`` instead."""
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, final
 
@@ -34,6 +35,7 @@ __all__ = [
     "normalize_rows",
     "purge_rows",
     "resolve_batch",
+    "resolve_batch_into",
     "resolve_rows",
     "route_by_id",
     "scope_id",
@@ -170,6 +172,19 @@ def resolve_batch(
     with_values: bool = False,
 ) -> Any:
     """Every context of a store, on Arrow (see ``memresolve.resolve_batch``); a pyarrow Table."""
+
+def resolve_batch_into(
+    records: object,
+    contexts: object,
+    sink: Callable[[Any], object],
+    *,
+    tombstones: object | None = None,
+    include_excluded: bool = False,
+    with_values: bool = False,
+    max_bytes: int = 67108864,
+) -> int:
+    """``resolve_batch`` handing its result to ``sink`` as it is built, in pyarrow tables of
+    about ``max_bytes`` each, in output order; returns the rows handed over."""
 
 @final
 class Router:

@@ -506,7 +506,7 @@ pub fn resolve_contexts(
 /// From this many contexts on, they are resolved on the rayon pool.
 const PARALLEL_FROM: usize = 16;
 /// Contexts per chunk of output.
-const CHUNK: usize = 512;
+pub const CHUNK: usize = 512;
 
 #[cfg(test)]
 mod tests;

@@ -10,12 +10,11 @@ use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyTable;
-use rayon::prelude::*;
 
 use super::errors::invalid_input;
 use crate::arrow_input::{read_contexts, read_records, read_tombstones, read_values, Table};
-use crate::arrow_output::{decision_batch, output_schema};
-use crate::batch::{resolve_contexts, DecisionChunk};
+use crate::arrow_output::output_schema;
+use crate::arrow_output::stream::{Decisions, Flush};
 use crate::error::{Broken, Error, ErrorKind, InputError};
 
 /// Every batch of one input, imported through the Arrow `PyCapsule` interface.
@@ -69,12 +68,29 @@ pub(crate) fn import(
 
 pub(crate) type Imported = (SchemaRef, Vec<RecordBatch>);
 
+/// The three inputs of a batch call, imported.
+fn import_inputs(
+    records: &Bound<'_, PyAny>,
+    contexts: &Bound<'_, PyAny>,
+    tombstones: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Imported, Imported, Option<Imported>)> {
+    Ok((
+        import(records, "records")?,
+        import(contexts, "contexts")?,
+        tombstones.map(|t| import(t, "tombstones")).transpose()?,
+    ))
+}
+
+/// Resolves every context and hands the output to `flush` in order: once,
+/// whole (`flush_bytes` of `usize::MAX`), or in groups of about
+/// `flush_bytes`, so that only one group's output is ever held.
 fn run(
     records: &Imported,
     contexts: &Imported,
     tombstones: Option<&Imported>,
     options: Options,
-) -> Result<Vec<RecordBatch>, Error> {
+    flush: &mut Flush<'_>,
+) -> Result<(), Error> {
     let record_table = Table::new("records", records.0.clone(), &records.1);
     let store = read_records(&record_table)?;
     let context_table = Table::new("contexts", contexts.0.clone(), &contexts.1);
@@ -91,17 +107,19 @@ fn run(
         None
     };
     let index = store.index_tombstones(&forgets);
-    let chunks = resolve_contexts(&store, &targets, &index, options.include_excluded)?;
-    let schema = output_schema(options.with_values);
-    let build = |chunk: &DecisionChunk| {
-        decision_batch(&schema, &context_ids, &store, chunk, values.as_ref())
+    let decisions = Decisions {
+        store: &store,
+        context_ids: &context_ids,
+        contexts: &targets,
+        tombstones: &index,
+        include_excluded: options.include_excluded,
+        values: values.as_ref(),
     };
-    let batches: Result<Vec<RecordBatch>, Broken> = if chunks.len() > 1 {
-        chunks.par_iter().map(build).collect()
+    if options.flush_bytes == usize::MAX {
+        flush(decisions.whole()?)
     } else {
-        chunks.iter().map(build).collect()
-    };
-    Ok(batches?)
+        decisions.stream(options.flush_bytes, flush)
+    }
 }
 
 /// What a call asks for beyond the winners.
@@ -109,6 +127,8 @@ fn run(
 struct Options {
     include_excluded: bool,
     with_values: bool,
+    /// Output bytes handed over at a time; `usize::MAX`: the whole result at once.
+    flush_bytes: usize,
 }
 
 /// Resolves every context over one store of records (`docs/spec.md` §4).
@@ -124,20 +144,86 @@ pub(crate) fn resolve_batch<'py>(
     include_excluded: bool,
     with_values: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let records = import(records, "records")?;
-    let contexts = import(contexts, "contexts")?;
-    let tombstones = tombstones.map(|t| import(t, "tombstones")).transpose()?;
+    let (records, contexts, tombstones) = import_inputs(records, contexts, tombstones)?;
     let options = Options {
         include_excluded,
         with_values,
+        flush_bytes: usize::MAX,
+    };
+    let mut result = Vec::new();
+    let mut keep = |batches: Vec<RecordBatch>| {
+        result = batches;
+        Ok(())
     };
     // Arrow's own code runs here too: a panic in it must not escape as
     // PanicException (`docs/spec.md` §5), so it is caught and reported as a bug.
-    let result = py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run(&records, &contexts, tombstones.as_ref(), options)
-        }))
-        .unwrap_or_else(|_| Err(Broken("a panic in the batch resolver").into()))
+    py.detach(|| guarded(|| run(&records, &contexts, tombstones.as_ref(), options, &mut keep)))?;
+    PyTable::try_new(result, output_schema(with_values))?.into_pyarrow(py)
+}
+
+/// Like [`resolve_batch`], but hands the result to `sink` as it is built:
+/// `sink(table)` is called with pyarrow tables in output order, each of
+/// about `max_bytes` of Arrow or more (the last may be smaller), and only
+/// one is held at a time, so a call whose contexts see many records each
+/// never holds its whole output. Returns how many rows it handed over.
+#[pyfunction]
+#[pyo3(signature = (
+    records, contexts, sink, *, tombstones = None, include_excluded = false,
+    with_values = false, max_bytes = 67_108_864
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn resolve_batch_into(
+    py: Python<'_>,
+    records: &Bound<'_, PyAny>,
+    contexts: &Bound<'_, PyAny>,
+    sink: &Bound<'_, PyAny>,
+    tombstones: Option<&Bound<'_, PyAny>>,
+    include_excluded: bool,
+    with_values: bool,
+    max_bytes: usize,
+) -> PyResult<usize> {
+    let (records, contexts, tombstones) = import_inputs(records, contexts, tombstones)?;
+    let options = Options {
+        include_excluded,
+        with_values,
+        flush_bytes: max_bytes.clamp(1, usize::MAX - 1),
+    };
+    let sink = sink.clone().unbind();
+    let schema = output_schema(with_values);
+    let mut rows = 0_usize;
+    // A failure of the sink stops the call; it is raised as it was raised.
+    let mut failed: Option<PyErr> = None;
+    let mut hand_over = |batches: Vec<RecordBatch>| {
+        rows += batches.iter().map(RecordBatch::num_rows).sum::<usize>();
+        Python::attach(|py| {
+            let table = PyTable::try_new(batches, schema.clone())?.into_pyarrow(py)?;
+            sink.call1(py, (table,)).map(drop)
+        })
+        .map_err(|error| {
+            failed = Some(error);
+            Error::Broken(Broken("the sink failed"))
+        })
+    };
+    let outcome = py.detach(|| {
+        guarded(|| {
+            run(
+                &records,
+                &contexts,
+                tombstones.as_ref(),
+                options,
+                &mut hand_over,
+            )
+        })
     });
-    PyTable::try_new(result?, output_schema(with_values))?.into_pyarrow(py)
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    outcome?;
+    Ok(rows)
+}
+
+/// Runs `job`, a panic in it (Arrow's code runs there too) reported as a bug.
+fn guarded(job: impl FnOnce() -> Result<(), Error>) -> Result<(), Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
+        .unwrap_or_else(|_| Err(Broken("a panic in the batch resolver").into()))
 }

@@ -55,7 +55,7 @@ mod _native {
     use super::kernel::PreparedCandidates;
 
     #[pymodule_export]
-    use super::batch::resolve_batch;
+    use super::batch::{resolve_batch, resolve_batch_into};
 
     #[pymodule_export]
     use super::maintain::{forget_sweep_batch, normalize_batch, normalize_rows, purge_rows};

@@ -2,6 +2,8 @@
 //! per (context, candidate) decision, and with values, each winner's key,
 //! value and certainty.
 
+pub mod stream;
+
 use std::sync::Arc;
 
 use arrow_array::builder::StringBuilder;

@@ -1,0 +1,333 @@
+//! A batch result built context by context and handed over as it goes:
+//! whole, or in groups of about a given size, so that a call whose contexts
+//! see many records each never holds its whole output (it can be far larger
+//! than the records).
+
+use arrow_array::RecordBatch;
+use rayon::prelude::*;
+
+use super::{decision_batch, output_schema};
+use crate::arrow_input::Values;
+use crate::batch::{resolve_contexts, DecisionChunk, Store, StoreTombstones, CHUNK};
+use crate::error::{Broken, Error};
+use crate::resolve::Context;
+
+/// Where a result goes: called with output batches in order.
+pub type Flush<'f> = dyn FnMut(Vec<RecordBatch>) -> Result<(), Error> + 'f;
+
+/// What resolving every context of a call reads.
+pub struct Decisions<'d, 'a> {
+    pub store: &'d Store<'a>,
+    pub context_ids: &'d [&'d str],
+    pub contexts: &'d [Context<'d>],
+    pub tombstones: &'d StoreTombstones,
+    pub include_excluded: bool,
+    pub values: Option<&'d Values<'d>>,
+}
+
+impl Decisions<'_, '_> {
+    fn build(&self, ids: &[&str], chunk: &DecisionChunk) -> Result<RecordBatch, Broken> {
+        let schema = output_schema(self.values.is_some());
+        decision_batch(&schema, ids, self.store, chunk, self.values)
+    }
+
+    /// Every context's output, in order: one batch per chunk of contexts,
+    /// resolved and built in parallel.
+    ///
+    /// # Errors
+    /// [`Broken`] for a bug.
+    pub fn whole(&self) -> Result<Vec<RecordBatch>, Error> {
+        let chunks = resolve_contexts(
+            self.store,
+            self.contexts,
+            self.tombstones,
+            self.include_excluded,
+        )?;
+        let batches: Result<Vec<RecordBatch>, Broken> = if chunks.len() > 1 {
+            chunks
+                .par_iter()
+                .map(|c| self.build(self.context_ids, c))
+                .collect()
+        } else {
+            chunks
+                .iter()
+                .map(|c| self.build(self.context_ids, c))
+                .collect()
+        };
+        Ok(batches?)
+    }
+
+    /// Every context's output, in order, handed to `flush` in groups of
+    /// `flush_bytes` of Arrow or more (the last may be smaller; a group is
+    /// at least one chunk of contexts). Contexts are resolved a window at a
+    /// time and built a group at a time, both in parallel.
+    ///
+    /// # Errors
+    /// What `flush` returns, or [`Broken`] for a bug.
+    pub fn stream(&self, flush_bytes: usize, flush: &mut Flush<'_>) -> Result<(), Error> {
+        let mut output = Streamed::new(flush_bytes);
+        let mut window = most_contexts();
+        let mut first = 0;
+        while first < self.contexts.len() {
+            let end = first.saturating_add(window).min(self.contexts.len());
+            let (contexts, ids) = (
+                self.contexts.get(first..end).unwrap_or(&[]),
+                self.context_ids.get(first..end).unwrap_or(&[]),
+            );
+            let chunks =
+                resolve_contexts(self.store, contexts, self.tombstones, self.include_excluded)?;
+            let mut rest: &[DecisionChunk] = &chunks;
+            while !rest.is_empty() {
+                let (group, after) = rest.split_at(output.group_len(rest));
+                let batches: Result<Vec<RecordBatch>, Broken> =
+                    group.par_iter().map(|c| self.build(ids, c)).collect();
+                output.add(batches?, flush)?;
+                rest = after;
+            }
+            let rows: usize = chunks.iter().map(|chunk| chunk.rows.len()).sum();
+            window = output.next_window(rows, end - first);
+            first = end;
+        }
+        output.finish(flush)
+    }
+}
+
+/// The largest window of contexts: while their rows are few, windows this
+/// large keep every thread busy between the waits at their ends.
+fn most_contexts() -> usize {
+    CHUNK * WINDOW_CHUNKS_PER_THREAD * rayon::current_num_threads().max(1)
+}
+
+/// Chunks of contexts resolved at a time, per thread, when the result is
+/// handed over as it goes (while their rows are few: see [`Streamed::next_window`]).
+const WINDOW_CHUNKS_PER_THREAD: usize = 32;
+
+/// The output of a streamed call: batches held until they make about
+/// `flush_bytes`, then handed over.
+struct Streamed {
+    flush_bytes: usize,
+    pending: Vec<RecordBatch>,
+    pending_bytes: usize,
+    /// Arrow bytes an output row took so far (a guess before the first).
+    bytes_per_row: usize,
+}
+
+impl Streamed {
+    fn new(flush_bytes: usize) -> Self {
+        Self {
+            flush_bytes,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            bytes_per_row: 64,
+        }
+    }
+
+    /// How many of `chunks` to build next: as many as fill what is left
+    /// before a flush, by their rows, and at least one.
+    fn group_len(&self, chunks: &[DecisionChunk]) -> usize {
+        let room = self.flush_bytes.saturating_sub(self.pending_bytes);
+        let mut bytes = 0_usize;
+        let mut count = 0;
+        for chunk in chunks {
+            if count > 0 && bytes >= room {
+                break;
+            }
+            bytes = bytes.saturating_add(chunk.rows.len().saturating_mul(self.bytes_per_row));
+            count += 1;
+        }
+        count
+    }
+
+    fn add(&mut self, batches: Vec<RecordBatch>, flush: &mut Flush<'_>) -> Result<(), Error> {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        if let Some(per_row) = bytes.checked_div(rows) {
+            self.bytes_per_row = per_row.max(1);
+        }
+        self.pending.extend(batches);
+        self.pending_bytes = self.pending_bytes.saturating_add(bytes);
+        if self.pending_bytes >= self.flush_bytes {
+            self.pending_bytes = 0;
+            flush(std::mem::take(&mut self.pending))?;
+        }
+        Ok(())
+    }
+
+    /// Contexts in the next window, after one of `contexts` made `rows`
+    /// rows: their decisions (6 bytes a row) stay within a fraction of a
+    /// flush, and windows stay large where rows are few.
+    fn next_window(&self, rows: usize, contexts: usize) -> usize {
+        let per_context = rows.div_ceil(contexts.max(1)).max(1);
+        (self.flush_bytes / 8 / per_context).clamp(CHUNK, most_contexts())
+    }
+
+    fn finish(self, flush: &mut Flush<'_>) -> Result<(), Error> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        flush(self.pending)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as StdError;
+
+    use super::*;
+    use crate::resolve::{CandidateSet, ScopeRef};
+    use crate::test_support::{record, set_of};
+
+    /// A store of `users` users with `per_user` records each, and
+    /// `contexts_per_user` contexts for each user (ids leaked: test data).
+    fn fan_out(
+        users: usize,
+        per_user: usize,
+        contexts_per_user: usize,
+    ) -> (
+        CandidateSet<'static>,
+        Vec<Context<'static>>,
+        Vec<&'static str>,
+    ) {
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+        let mut records = Vec::new();
+        let mut contexts = Vec::new();
+        let mut ids = Vec::new();
+        for user in 0..users {
+            let user_id = leak(format!("u{user}"));
+            for n in 0..per_user {
+                records.push(record(
+                    leak(format!("m{user}-{n}")),
+                    leak(format!("k{n}")),
+                    ScopeRef::user(user_id),
+                ));
+            }
+            for n in 0..contexts_per_user {
+                ids.push(leak(format!("ctx{user}-{n}")));
+                contexts.push(Context {
+                    now: 10,
+                    user_id,
+                    character_id: "c",
+                    conversation_id: leak(format!("k{user}-{n}")),
+                    scene_id: None,
+                });
+            }
+        }
+        (set_of(&records), contexts, ids)
+    }
+
+    fn decisions_of<'d>(
+        store: &'d Store<'static>,
+        tombstones: &'d StoreTombstones,
+        contexts: &'d [Context<'d>],
+        ids: &'d [&'d str],
+        include_excluded: bool,
+    ) -> Decisions<'d, 'static> {
+        Decisions {
+            store,
+            context_ids: ids,
+            contexts,
+            tombstones,
+            include_excluded,
+            values: None,
+        }
+    }
+
+    /// Every flush's batches, and the rows of each.
+    fn streamed(
+        decisions: &Decisions<'_, '_>,
+        flush_bytes: usize,
+    ) -> Result<Vec<Vec<RecordBatch>>, Error> {
+        let mut flushed = Vec::new();
+        decisions.stream(flush_bytes, &mut |batches| {
+            flushed.push(batches);
+            Ok(())
+        })?;
+        Ok(flushed)
+    }
+
+    #[test]
+    fn a_stream_is_the_whole_result_in_groups() -> Result<(), Box<dyn StdError>> {
+        let (set, contexts, ids) = fan_out(3, 40, 700);
+        let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
+        let tombstones = StoreTombstones::default();
+        let decisions = decisions_of(&store, &tombstones, &contexts, &ids, true);
+        let whole = decisions.whole()?;
+        let rows =
+            |batches: &[RecordBatch]| batches.iter().map(RecordBatch::num_rows).sum::<usize>();
+        assert_eq!(rows(&whole), 3 * 40 * 700);
+        let concat = |batches: &[RecordBatch]| arrow_select_concat(batches);
+        let total: usize = whole.iter().map(RecordBatch::get_array_memory_size).sum();
+        for flush_bytes in [1, total / 2, 1 << 30] {
+            let flushed = streamed(&decisions, flush_bytes)?;
+            let all: Vec<RecordBatch> = flushed.iter().flatten().cloned().collect();
+            assert_eq!(concat(&all), concat(&whole), "{flush_bytes}");
+            // Each group but the last holds at least what was asked for.
+            let sizes: Vec<usize> = flushed
+                .iter()
+                .map(|batches| batches.iter().map(RecordBatch::get_array_memory_size).sum())
+                .collect();
+            let (last, before) = sizes.split_last().ok_or("no flush")?;
+            assert!(before.iter().all(|&size| size >= flush_bytes), "{sizes:?}");
+            assert!(*last > 0);
+            match flush_bytes {
+                // One chunk of 512 contexts a group: 2,100 contexts make 5.
+                1 => assert_eq!(flushed.len(), 5),
+                // Everything fits in one group.
+                _ if flush_bytes == 1 << 30 => assert_eq!(flushed.len(), 1),
+                // Half the whole: two groups, or three where chunks straddle.
+                _ => assert!((2..=3).contains(&flushed.len()), "{}", flushed.len()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of `batches` as (context, record, decision code) triples.
+    fn arrow_select_concat(batches: &[RecordBatch]) -> Vec<(String, String, i8)> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::Int8Type;
+        let mut rows = Vec::new();
+        for batch in batches {
+            let (Some(contexts), Some(records), Some(decisions)) = (
+                batch.column(0).as_string_opt::<i32>(),
+                batch.column(1).as_string_opt::<i32>(),
+                batch.column(2).as_dictionary_opt::<Int8Type>(),
+            ) else {
+                return Vec::new();
+            };
+            for row in 0..batch.num_rows() {
+                rows.push((
+                    contexts.value(row).to_owned(),
+                    records.value(row).to_owned(),
+                    decisions.keys().value(row),
+                ));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn a_failed_flush_stops_the_stream() -> Result<(), Box<dyn StdError>> {
+        let (set, contexts, ids) = fan_out(2, 10, 600);
+        let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
+        let tombstones = StoreTombstones::default();
+        let decisions = decisions_of(&store, &tombstones, &contexts, &ids, false);
+        let mut calls = 0;
+        let outcome = decisions.stream(1, &mut |_| {
+            calls += 1;
+            Err(Broken("the sink failed").into())
+        });
+        assert!(outcome.is_err());
+        assert_eq!(calls, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn windows_shrink_where_contexts_see_many_rows() {
+        let output = Streamed::new(8_000_000);
+        let most = most_contexts();
+        assert_eq!(output.next_window(10, 10), 1_000_000.clamp(CHUNK, most));
+        // A million rows a context: never below one chunk.
+        assert_eq!(output.next_window(1_000_000_000, 1_000), CHUNK);
+        assert_eq!(output.next_window(0, 0), 1_000_000.clamp(CHUNK, most));
+    }
+}
