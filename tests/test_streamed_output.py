@@ -62,9 +62,25 @@ def test_the_streamed_result_is_resolve_batch_in_pieces(
         assert all(table.schema == whole.schema for table in handed)
         joined = pa.concat_tables([whole.slice(0, 0), *handed]) if handed else whole
         assert joined.to_pylist() == whole.to_pylist(), backend
-        if backend == "native":
-            # Every table but the last holds at least what was asked for.
-            assert all(table.nbytes >= max_bytes for table in handed[:-1])
+
+
+@needs_native
+@pytest.mark.parametrize("max_bytes", [1_000, 200_000, 2_000_000, 1 << 40])
+@pytest.mark.parametrize("with_values", [False, True])
+def test_pieces_of_any_size_make_the_whole_result(max_bytes: int, with_values: bool) -> None:
+    store = generate(40_000, seed=13)
+    tables = (store.records, store.contexts, store.tombstones)
+    options = {"include_excluded": True, "with_values": with_values}
+    whole = mr.resolve_batch(*tables[:2], tombstones=tables[2], **options)
+    handed, count = _collect("native", tables, max_bytes, **options)
+    assert count == whole.num_rows
+    assert pa.concat_tables(handed).to_pylist() == whole.to_pylist()
+    if max_bytes == 1 << 40:
+        assert len(handed) == 1
+    else:
+        # Pieces but the last reach the size asked for; smaller sizes make more pieces.
+        assert len(handed) > 1
+        assert all(table.nbytes >= max_bytes // 2 for table in handed[:-1])
 
 
 @needs_native
@@ -73,8 +89,8 @@ def test_small_pieces_keep_the_order_of_a_large_result() -> None:
     tables = (store.records, store.contexts, store.tombstones)
     whole = mr.resolve_batch(*tables[:2], tombstones=tables[2], include_excluded=True)
     handed, count = _collect("native", tables, 1, include_excluded=True)
-    # The smallest piece is one chunk of 512 contexts.
-    assert len(handed) == -(-store.contexts.num_rows // 512) > 2
+    # The smallest piece is one context's rows.
+    assert len(handed) == store.contexts.num_rows > 1_000
     assert count == whole.num_rows
     assert pa.concat_tables(handed).to_pylist() == whole.to_pylist()
 

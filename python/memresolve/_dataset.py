@@ -74,10 +74,10 @@ RESOLVE_FACTOR = 4
 PART_MARGIN = 1.25
 #: Parts of an input whose size is unknown (an Arrow stream) until it is read.
 STREAM_PARTS = 16
-#: The output of a part is written in files of about the budget over this (at least
-#: ``OUTPUT_BYTES_MIN``), held one at a time while the next one is built.
+#: A part's output is handed over in pieces of about the budget over this (at least
+#: ``OUTPUT_BYTES_MIN``) of Arrow, one file each, written while the next is built.
 OUTPUT_SHARE = 8
-OUTPUT_BYTES_MIN = 16 << 20
+OUTPUT_BYTES_MIN, OUTPUT_BYTES_MAX = 16 << 20, 1 << 30
 #: How often a part too big for the limit is split again by owner.
 MAX_SPLITS = 4
 
@@ -203,8 +203,8 @@ class _Job:
 
     @property
     def output_bytes(self) -> int:
-        """The output held at a time while a part resolves (and as much being written)."""
-        return max(OUTPUT_BYTES_MIN, self.budget // OUTPUT_SHARE)
+        """The Arrow bytes of one piece of a part's output (a file once written)."""
+        return min(OUTPUT_BYTES_MAX, max(OUTPUT_BYTES_MIN, self.budget // OUTPUT_SHARE))
 
     def report(self, stage: str, done: int, total: int | None = None) -> None:
         if self.progress is not None:
@@ -290,14 +290,13 @@ class _Job:
         return following, self.reader.submit(self._tables, parts, following)
 
     def _resolve(self, tables: _Tables, cost: int, held: int) -> None:
-        """Resolves one part's tables (``cost``: what resolving them takes; ``held``: that
-        and whatever else the job holds meanwhile), writing its output as it is built."""
+        """Resolves a part (``cost``: its own memory; ``held``: all the job holds meanwhile),
+        writing its output as it is built: it can be far larger than the part's records."""
         if cost + self.writer.writing_bytes() > self.budget:
             self.writer.wait()  # no room for the last output beside this part
         records, contexts, tombstones = tables
         self.parts_resolved += 1
         self.resolving = held
-        # Handed over as it is built: a part's output can be far larger than its records.
         _kernels.SELECTED_STREAMED_BATCH(
             records,
             contexts,
@@ -310,6 +309,7 @@ class _Job:
 
     def _hand_over(self, result: Any) -> None:
         if result.num_rows:  # no file of nothing: a part whose contexts see no record
+            # The piece built meanwhile is within the part's cost, which covers its output.
             self.writer.write(result, reserved=self.resolving)
             _count_decisions(result, self.rows)
 
@@ -461,8 +461,9 @@ def resolve_dataset(
     ``with_values``), uncompressed unless ``spill_compression`` is ``"lz4"``
     or ``"zstd"`` (a quarter of the disk, a slower job). The spill is removed
     whatever happens, Ctrl-C included. A part's output, which can be far
-    larger than its input, is built and written a piece at a time (files of
-    about an eighth of the limit). Every rule of the batch form holds for
+    larger than its input, is built and written a piece at a time (a file
+    each, of about an eighth of what the limit leaves beside the job's own
+    baseline). Every rule of the batch form holds for
     the whole input: a record id repeated in another file is an error.
 
     ``progress(stage, done, total)`` is called as rows are read (stages

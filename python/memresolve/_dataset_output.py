@@ -17,10 +17,14 @@ class OutputWriter:
     """Writes tables as ``part-NNNNN.parquet`` files of ``directory``, in order.
 
     A write runs on the writer thread while the job goes on. A table waits for earlier
-    writes only as far as the memory limit needs: the bytes the job holds for itself
-    (``reserved``), the tables still being written and the new one stay within ``budget``.
+    writes until at most ``IN_FLIGHT`` are left and the bytes the job holds for itself
+    (``reserved``), the tables still being written and the new one fit in ``budget``: a
+    writer slower than the job must slow it down, not let finished output pile up.
     A failed write is raised by the next call that looks at it.
     """
+
+    #: Tables written or waiting at once: one written while the next waits.
+    IN_FLIGHT = 2
 
     def __init__(self, directory: Path, budget: int) -> None:
         self.directory = directory
@@ -35,7 +39,10 @@ class OutputWriter:
     def write(self, table: Any, reserved: int = 0) -> None:
         """Writes ``table`` as the next file, on the writer thread."""
         self._reap()
-        while self._writing and reserved + self.writing_bytes() + table.nbytes > self.budget:
+        while self._writing and (
+            len(self._writing) >= self.IN_FLIGHT
+            or reserved + self.writing_bytes() + table.nbytes > self.budget
+        ):
             self._wait_oldest()
         path = self.directory / f"part-{self.written:05d}.parquet"
         self._writing.append((int(table.nbytes), self._thread.submit(_write_parquet, table, path)))

@@ -65,11 +65,19 @@ impl Decisions<'_, '_> {
     /// # Errors
     /// What `flush` returns, or [`Broken`] for a bug.
     pub fn stream(&self, flush_bytes: usize, flush: &mut Flush<'_>) -> Result<(), Error> {
+        // A window's decisions (about 6 bytes a row) are held until its output is
+        // built: windows are cut by the rows their contexts can see, which bound
+        // their output rows, so that they stay within a flush's bytes.
+        let candidates: Vec<usize> = self
+            .contexts
+            .par_iter()
+            .map(|context| self.store.candidates_of(context))
+            .collect();
+        let rows_per_window = (flush_bytes / DECISION_BYTES).max(1);
         let mut output = Streamed::new(flush_bytes);
-        let mut window = most_contexts();
         let mut first = 0;
         while first < self.contexts.len() {
-            let end = first.saturating_add(window).min(self.contexts.len());
+            let end = window_end(&candidates, first, rows_per_window);
             let (contexts, ids) = (
                 self.contexts.get(first..end).unwrap_or(&[]),
                 self.context_ids.get(first..end).unwrap_or(&[]),
@@ -84,12 +92,31 @@ impl Decisions<'_, '_> {
                 output.add(batches?, flush)?;
                 rest = after;
             }
-            let rows: usize = chunks.iter().map(|chunk| chunk.rows.len()).sum();
-            window = output.next_window(rows, end - first);
             first = end;
         }
         output.finish(flush)
     }
+}
+
+/// What a decision row takes while it waits to be built (row and outcome,
+/// with room for the vectors' growth).
+const DECISION_BYTES: usize = 8;
+
+/// Where the window from `first` ends: after as many contexts as can see
+/// `rows` rows together (at least one, at most [`most_contexts`]).
+fn window_end(candidates: &[usize], first: usize, rows: usize) -> usize {
+    let last = first.saturating_add(most_contexts()).min(candidates.len());
+    let mut seen = 0_usize;
+    let mut end = first;
+    while end < last {
+        let next = candidates.get(end).copied().unwrap_or(0);
+        if end > first && seen.saturating_add(next) > rows {
+            break;
+        }
+        seen = seen.saturating_add(next);
+        end += 1;
+    }
+    end
 }
 
 /// The largest window of contexts: while their rows are few, windows this
@@ -99,7 +126,7 @@ fn most_contexts() -> usize {
 }
 
 /// Chunks of contexts resolved at a time, per thread, when the result is
-/// handed over as it goes (while their rows are few: see [`Streamed::next_window`]).
+/// handed over as it goes, while their rows are few (see [`window_end`]).
 const WINDOW_CHUNKS_PER_THREAD: usize = 32;
 
 /// The output of a streamed call: batches held until they make about
@@ -108,8 +135,8 @@ struct Streamed {
     flush_bytes: usize,
     pending: Vec<RecordBatch>,
     pending_bytes: usize,
-    /// Arrow bytes an output row took so far (a guess before the first).
-    bytes_per_row: usize,
+    /// Arrow bytes an output row took so far (none yet: a first group is one chunk).
+    bytes_per_row: Option<usize>,
 }
 
 impl Streamed {
@@ -118,13 +145,16 @@ impl Streamed {
             flush_bytes,
             pending: Vec::new(),
             pending_bytes: 0,
-            bytes_per_row: 64,
+            bytes_per_row: None,
         }
     }
 
     /// How many of `chunks` to build next: as many as fill what is left
     /// before a flush, by their rows, and at least one.
     fn group_len(&self, chunks: &[DecisionChunk]) -> usize {
+        let Some(bytes_per_row) = self.bytes_per_row else {
+            return 1;
+        };
         let room = self.flush_bytes.saturating_sub(self.pending_bytes);
         let mut bytes = 0_usize;
         let mut count = 0;
@@ -132,7 +162,7 @@ impl Streamed {
             if count > 0 && bytes >= room {
                 break;
             }
-            bytes = bytes.saturating_add(chunk.rows.len().saturating_mul(self.bytes_per_row));
+            bytes = bytes.saturating_add(chunk.rows.len().saturating_mul(bytes_per_row));
             count += 1;
         }
         count
@@ -142,7 +172,7 @@ impl Streamed {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
         if let Some(per_row) = bytes.checked_div(rows) {
-            self.bytes_per_row = per_row.max(1);
+            self.bytes_per_row = Some(per_row.max(1));
         }
         self.pending.extend(batches);
         self.pending_bytes = self.pending_bytes.saturating_add(bytes);
@@ -151,14 +181,6 @@ impl Streamed {
             flush(std::mem::take(&mut self.pending))?;
         }
         Ok(())
-    }
-
-    /// Contexts in the next window, after one of `contexts` made `rows`
-    /// rows: their decisions (6 bytes a row) stay within a fraction of a
-    /// flush, and windows stay large where rows are few.
-    fn next_window(&self, rows: usize, contexts: usize) -> usize {
-        let per_context = rows.div_ceil(contexts.max(1)).max(1);
-        (self.flush_bytes / 8 / per_context).clamp(CHUNK, most_contexts())
     }
 
     fn finish(self, flush: &mut Flush<'_>) -> Result<(), Error> {
@@ -270,8 +292,8 @@ mod tests {
             assert!(before.iter().all(|&size| size >= flush_bytes), "{sizes:?}");
             assert!(*last > 0);
             match flush_bytes {
-                // One chunk of 512 contexts a group: 2,100 contexts make 5.
-                1 => assert_eq!(flushed.len(), 5),
+                // A window as small as one context: each its own group.
+                1 => assert_eq!(flushed.len(), contexts.len()),
                 // Everything fits in one group.
                 _ if flush_bytes == 1 << 30 => assert_eq!(flushed.len(), 1),
                 // Half the whole: two groups, or three where chunks straddle.
@@ -322,12 +344,15 @@ mod tests {
     }
 
     #[test]
-    fn windows_shrink_where_contexts_see_many_rows() {
-        let output = Streamed::new(8_000_000);
-        let most = most_contexts();
-        assert_eq!(output.next_window(10, 10), 1_000_000.clamp(CHUNK, most));
-        // A million rows a context: never below one chunk.
-        assert_eq!(output.next_window(1_000_000_000, 1_000), CHUNK);
-        assert_eq!(output.next_window(0, 0), 1_000_000.clamp(CHUNK, most));
+    fn windows_end_where_their_contexts_see_enough_rows() {
+        let candidates = [3, 3, 3, 10, 0, 0, 1];
+        assert_eq!(window_end(&candidates, 0, 6), 2);
+        assert_eq!(window_end(&candidates, 0, 5), 1);
+        // One context more than the rows: a window of it alone.
+        assert_eq!(window_end(&candidates, 3, 5), 4);
+        assert_eq!(window_end(&candidates, 4, 5), 7);
+        assert_eq!(window_end(&candidates, 7, 5), 7);
+        let many = vec![0; most_contexts() + 5];
+        assert_eq!(window_end(&many, 0, 1), most_contexts());
     }
 }

@@ -193,6 +193,17 @@ impl<'a> Store<'a> {
         self.scopes.number_of(scope_key(scope.kind, numbers))
     }
 
+    /// How many records the context can see: the rows of its scopes (every
+    /// row of its output is one of them).
+    #[must_use]
+    pub fn candidates_of(&self, context: &Context<'_>) -> usize {
+        Slot::ALL
+            .into_iter()
+            .filter_map(|slot| self.scope_number(&context.scope_of(slot)?))
+            .map(|number| self.scopes.rows_of(number).len())
+            .sum()
+    }
+
     /// The tombstones that can touch a record of this store, by scope number
     /// then key rank (a tombstone on a scope or key no record has is dropped).
     /// Several on one (scope, key) act as the one with the latest bound.
