@@ -9,13 +9,15 @@ For each size the store (``memresolve.testing.batch_store.generate``) is written
 Each implementation then runs in its own process, limited to ``--threads``
 threads (rayon, Polars and DuckDB alike): it loads the Parquet files into
 Arrow (not timed), resolves every context (timed: best of ``--repeat`` runs),
-and reports its time, its peak resident memory (``ru_maxrss``, which includes
-the loaded input) and a digest of its winning rows. All digests must be equal
-before a line is printed: the implementations are checked to produce
-identical rows in the same run. The reference (``resolve`` per context, pure
+and reports its time, its peak resident memory (the loaded input included) and
+a digest of its winning rows. All digests must be equal before a line is
+printed: the implementations are checked to produce identical rows in the same
+run. The reference (``resolve`` per context, pure
 Python; every context scans every record) runs on the sizes up to
-``--reference-max``. Peak memory is the worker's ``ru_maxrss``; "above input"
-subtracts its resident memory once the Parquet files are loaded.
+``--reference-max``. Peak memory is the worker's own (``VmHWM``: not ``ru_maxrss``,
+which would include this process's peak from generating the store; see
+``memresolve.testing.peak_memory``); "above input" subtracts its resident memory once the
+Parquet files are loaded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -84,10 +85,12 @@ def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[
         start = time.perf_counter()
         result = run()
         best = min(best, time.perf_counter() - start)
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    from memresolve.testing.peak_memory import own_peak_bytes  # noqa: PLC0415
+
+    peak_mb = own_peak_bytes() / 2**20
     return {
         "seconds": best,
-        "peak_mb": peak_kb / 1024,
+        "peak_mb": peak_mb,
         "input_mb": loaded_mb,
         "digest": _digest(result),
         "records": records.num_rows,

@@ -11,7 +11,9 @@ as its command (``memresolve batch ... --memory-limit``), DuckDB as one SQL stat
 directory), Polars as the same query on its streaming engine (``sink_parquet``; Polars has no
 memory limit of its own, so ``--address-space`` can cap its process). Every implementation
 writes the winners of every context; time is wall clock for the whole process (interpreter
-start included), peak memory is the process's maximum resident set (``wait4``). The outputs
+start included), peak memory is the process's maximum resident set (``wait4``), started from
+a small launcher so that none of this process's memory counts
+(``memresolve.testing.peak_memory``). The outputs
 are then checked equal (row count and an order-independent hash of the rows, by DuckDB) before
 a line is printed. An implementation that fails or passes ``--timeout`` is reported as such.
 """
@@ -21,16 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from memresolve.testing import rivals
+from memresolve.testing.peak_memory import run_measured
 
 IMPLEMENTATIONS = ("memresolve", "duckdb", "polars")
 
@@ -101,53 +101,31 @@ def _run(
         "OMP_NUM_THREADS": "1",
         "TMPDIR": str(output.parent),
     }
-    cap = arguments.address_space
-
-    def limits() -> None:
-        if cap and implementation == "polars":
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    started = time.perf_counter()
-    process = subprocess.Popen(
+    measured = run_measured(
         _command(implementation, store, output, arguments),
         env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=limits,  # noqa: PLW1509 - this process starts no threads of its own
+        timeout=arguments.timeout,
+        address_space=arguments.address_space if implementation == "polars" else 0,
     )
-    deadline = started + arguments.timeout
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            process.kill()
-            pid, status, usage = os.wait4(process.pid, 0)
-            return {
-                "status": f"stopped after {arguments.timeout:.0f} s",
-                "peak_mb": usage.ru_maxrss / 1024,
-            }
-        time.sleep(0.05)
-    seconds = time.perf_counter() - started
-    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    code = os.waitstatus_to_exitcode(status)
-    report: dict[str, Any] = {"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024}
-    if code != 0:
-        report["status"] = f"failed (exit {code}): {stderr.strip().splitlines()[-1:] or ''}"
+    report: dict[str, Any] = {"seconds": measured.seconds, "peak_mb": measured.peak_bytes / 2**20}
+    if measured.timed_out:
+        report["status"] = f"stopped after {arguments.timeout:.0f} s"
+        return report
+    if measured.returncode != 0:
+        last = measured.stderr.strip().splitlines()[-1:] or ""
+        report["status"] = f"failed (exit {measured.returncode}): {last}"
         return report
     report["status"] = "ok"
     report["digest"] = rivals.parquet_digest(output)
-    report["spill_mb"] = _peak_spill(implementation, output, process)
+    report["spill_mb"] = _peak_spill(implementation, measured.stdout)
     shutil.rmtree(output.parent, ignore_errors=True)
     return report
 
 
-def _peak_spill(
-    implementation: str, output: Path, process: subprocess.Popen[bytes]
-) -> float | None:
-    if implementation != "memresolve" or process.stdout is None:
+def _peak_spill(implementation: str, stdout: str) -> float | None:
+    if implementation != "memresolve":
         return None
-    summary = json.loads(process.stdout.read().decode().strip().splitlines()[-1])
+    summary = json.loads(stdout.strip().splitlines()[-1])
     return float(summary["peak_spill_bytes"]) / 2**20
 
 

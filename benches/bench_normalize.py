@@ -11,12 +11,12 @@ from ``--data DIR/<size>`` (the layout ``batch_store``'s command writes). The
 instant is the latest ``now`` of the store's contexts: a nightly job normalises
 at the end of the day. Each implementation runs in its own process, limited to
 ``--threads`` threads: it loads the Parquet files into Arrow (not timed),
-computes the changes (timed, best of ``--repeat``), and reports its time, peak
-resident memory and a digest of its (record id, new status) rows. All digests
-must be equal before a line is printed. The last table says how far the
-normaliser reaches on the store: what it writes, by status, and what it cannot
-write yet (records that end later; records a correction names that does not
-qualify).
+computes the changes (timed, best of ``--repeat``), and reports its time, its own
+peak resident memory (``memresolve.testing.peak_memory``) and a digest of its
+(record id, new status) rows. All digests must be equal before a line is
+printed. The last table says how far the normaliser reaches on the store: what
+it writes, by status, and what it cannot write yet (records that end later;
+records a correction names that does not qualify).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -86,10 +85,12 @@ def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[
         start = time.perf_counter()
         result = run()
         best = min(best, time.perf_counter() - start)
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    from memresolve.testing.peak_memory import own_peak_bytes  # noqa: PLC0415
+
+    peak_mb = own_peak_bytes() / 2**20
     report: dict[str, Any] = {
         "seconds": best,
-        "peak_mb": peak_kb / 1024,
+        "peak_mb": peak_mb,
         "input_mb": loaded_mb,
         "digest": _digest(result),
         "records": records.num_rows,

@@ -194,11 +194,14 @@ def _fan_out_store(directory: Path, users: int, per_user: int) -> tuple[Path, Pa
     return directory / "records.parquet", directory / "contexts.parquet", users * per_user**2
 
 
+# The child's own peak: its ru_maxrss would start from this test worker's (see
+# memresolve.testing.peak_memory), which CI once took for the job's and saw 1.25 GB.
 _CHILD = """
-import json, resource, sys
+import json, sys
 import memresolve as mr
+from memresolve.testing.peak_memory import own_peak_bytes
 summary = mr.resolve_dataset(sys.argv[1], sys.argv[2], sys.argv[3], memory_limit=sys.argv[4])
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = own_peak_bytes()
 print(json.dumps({"rows": summary.rows, "peak": peak}))
 """
 
@@ -217,8 +220,6 @@ def test_an_output_far_bigger_than_the_limit_stays_within_it(tmp_path: Path) -> 
     )
     report: dict[str, Any] = json.loads(done.stdout)
     assert report["rows"] == {"active": rows}
-    # Here it peaks at about half the limit; in CI, beside the other test workers, at up to
-    # 1.25 GB (memory the allocator keeps after pieces are written, we think: not yet
-    # explained, see the README). Holding the part's whole output peaked at 1.9 GB.
-    assert report["peak"] <= 1.5 * limit, f"peak RSS {report['peak']:,}, limit {limit:,}"
+    # It peaks at about half the limit. Holding the part's whole output peaked at 1.9 GB.
+    assert report["peak"] <= limit, f"peak RSS {report['peak']:,} over the {limit:,} limit"
     assert pq.ParquetDataset(tmp_path / "out").read(columns=["decision"]).num_rows == rows

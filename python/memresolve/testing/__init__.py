@@ -12,7 +12,9 @@ with the same workloads and stores our benchmarks use.
 - ``memresolve.testing.batch_store``: seeded realistic stores as Arrow tables
   (needs ``numpy`` and ``pyarrow``);
 - ``memresolve.testing.rivals``: the batch job written the best ways we know
-  in Polars and DuckDB, for comparisons (needs ``polars`` and ``duckdb``).
+  in Polars and DuckDB, for comparisons (needs ``polars`` and ``duckdb``);
+- ``memresolve.testing.peak_memory``: a process's own peak memory, and a
+  command's, without its parent's (what ``ru_maxrss`` gives a child on Linux).
 
 Install with ``pip install 'memresolve[testing]'``.
 
