@@ -128,10 +128,26 @@ def _converted(column: Any, kind: str, target: Any) -> Any:
     pa = pyarrow_module()
     if column.type == target:
         return column
-    if kind == _NAME and pa.types.is_string_view(column.type):
+    if pa.types.is_dictionary(column.type) and pa.types.is_string_view(column.type.value_type):
+        # Arrow has no cast (nor take) for these: the dictionary's values are cast alone.
+        values = column.dictionary.cast(pa.large_string())
+        column = pa.DictionaryArray.from_arrays(column.indices, values)
+    if pa.types.is_string_view(column.type):
         column = column.cast(pa.large_string())  # no direct cast to a dictionary
     if kind == _INSTANT and pa.types.is_timestamp(column.type) and column.type.unit == "ns":
-        pc = __import__("pyarrow.compute", fromlist=["floor_temporal"])
-        column = pc.floor_temporal(column, unit="microsecond")
-        return column.cast(target, safe=False)  # whole microseconds now: nothing is lost
+        return _floored_to_microseconds(column).cast(target)
     return column.cast(target)
+
+
+def _floored_to_microseconds(column: Any) -> Any:
+    """A nanosecond timestamp column as whole microseconds (``int64``), floored.
+
+    On the integers, not with ``floor_temporal``: that floors in the column's local time,
+    which fails where a zone repeats an hour or is unknown to Arrow, and wraps within a
+    microsecond of the smallest ``int64``.
+    """
+    pa = pyarrow_module()
+    np = __import__("numpy")
+    nanoseconds = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    mask = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
+    return pa.array(np.floor_divide(nanoseconds, 1_000), pa.int64(), mask=mask)

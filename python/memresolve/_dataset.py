@@ -20,7 +20,7 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,16 +103,7 @@ class DatasetSummary:
 
     def as_dict(self) -> dict[str, object]:
         """Every field, for ``--json`` and logs."""
-        return {
-            "output": self.output,
-            "records": self.records,
-            "contexts": self.contexts,
-            "tombstones": self.tombstones,
-            "parts": self.parts,
-            "rows": dict(self.rows),
-            "seconds": round(self.seconds, 3),
-            "peak_spill_bytes": self.peak_spill_bytes,
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -385,12 +376,6 @@ class _Job:
         )
 
 
-def _numpy() -> Any:
-    import numpy  # noqa: PLC0415 - the batch job's optional dependency
-
-    return numpy
-
-
 def _estimated_bytes(*sources: Source | None) -> int | None:
     """The inputs' estimated size in Arrow (None: a stream among them, size unknown)."""
     estimates = [source.estimated_bytes() for source in sources if source is not None]
@@ -479,7 +464,11 @@ def resolve_dataset(
             anything is read, when an uncompressed spill cannot fit (see ``spill_compression``).
     """
     started = time.perf_counter()
-    parts, progress = checked_parts(parts), checked_progress(progress)
+    parts, progress, overwrite = (
+        checked_parts(parts),
+        checked_progress(progress),
+        check.flag(overwrite, "overwrite"),
+    )
     compression = checked_compression(spill_compression)
     options = {
         "include_excluded": check.flag(include_excluded, "include_excluded"),
@@ -592,7 +581,7 @@ def _directory_bytes(directory: Path) -> int:
 
 
 def _count_decisions(table: Any, rows: dict[str, int]) -> None:
-    np = _numpy()
+    np = __import__("numpy")  # the batch job's optional dependency
     for chunk in table.column("decision").chunks:
         codes = chunk.indices.to_numpy(zero_copy_only=False)
         counts = np.bincount(codes, minlength=len(DECISION_NAMES))

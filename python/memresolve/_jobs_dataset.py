@@ -148,6 +148,7 @@ def _start(
             f" (about {shown_bytes(BASELINE_BYTES + MIN_BUDGET_BYTES)}); raise memory_limit"
         )
     target = arguments.path(output, "output")
+    overwrite = check.flag(overwrite, "overwrite")
     spill_directory = (
         None if spill_directory is None else arguments.path(spill_directory, "spill_directory")
     )

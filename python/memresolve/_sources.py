@@ -106,11 +106,12 @@ class Source:
             self._per_row = 0.0
             for name, metadata in self._dataset or ():
                 if metadata.num_rows:
+                    columns = self._columns_of(metadata)
                     with _parquet().ParquetFile(
-                        name, read_dictionary=_names(metadata, self.columns)
+                        name, read_dictionary=_names(metadata, columns)
                     ) as file:
                         # The first 8,192 rows, not the whole row group: it may be large.
-                        sample = next(file.iter_batches(batch_size=8_192, columns=self.columns))
+                        sample = next(file.iter_batches(batch_size=8_192, columns=columns))
                     group_rows = metadata.row_group(0).num_rows
                     self._per_row = _sample_bytes(sample, group_rows) / max(1, sample.num_rows)
                     break
@@ -131,6 +132,13 @@ class Source:
         with read_ahead(self._file_batches(self._dataset)) as batches:
             yield from batches
 
+    def _columns_of(self, metadata: Any) -> list[str]:
+        """The columns read that the file of ``metadata`` has (each file is read with its
+        own columns and types, and checked as it is: a column it lacks, a type only it
+        has, are its own faults)."""
+        present = set(column_names(metadata.schema.to_arrow_schema(), self.what))
+        return [column for column in self.wanted if column in present]
+
     def _file_batches(self, dataset: list[tuple[str, Any]]) -> Iterator[tuple[str, int, Any]]:
         pa = pyarrow_module()
         rows = 0
@@ -138,11 +146,8 @@ class Source:
         for name, metadata in dataset:
             self._files.append((name, rows))
             offset = 0
-            # Each file is read with its own columns and types, and checked as it is
-            # (a column it lacks, a type only it has, are its own faults).
-            present = set(column_names(metadata.schema.to_arrow_schema(), self.what))
-            columns = [column for column in self.wanted if column in present]
             try:
+                columns = self._columns_of(metadata)
                 with _parquet().ParquetFile(
                     name, read_dictionary=_names(metadata, columns)
                 ) as file:
@@ -150,6 +155,11 @@ class Source:
                         if batch.num_rows:
                             yield name, offset, batch
                             offset += batch.num_rows
+                    if offset == 0:  # no rows: its columns are checked all the same
+                        schema = pa.schema([file.schema_arrow.field(c) for c in columns])
+                        yield name, 0, pa.RecordBatch.from_pylist([], schema=schema)
+            except InvalidInputError as error:
+                raise (error if error.file else in_file(name, error)) from None
             except (
                 pa.ArrowInvalid,
                 pa.ArrowTypeError,
@@ -157,8 +167,6 @@ class Source:
                 KeyError,
                 ValueError,
             ) as exc:
-                if isinstance(exc, InvalidInputError):
-                    raise
                 raise InvalidInputError(
                     f"{name}: {self.what}: the file cannot be read as this input"
                     f" ({type(exc).__name__}: {exc})",

@@ -1,0 +1,149 @@
+"""Inputs ``resolve_batch`` accepts, and faults it names, that the file-to-file job once did
+not: each from a hostile-input review of ``resolve_dataset`` (2026-12-06).
+
+The job brings every batch to one schema before it spills it (``_canonical``) and reads each
+Parquet file with its own columns (``_sources``); these are the corners of both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import memresolve as mr
+from batch_rows import by_context
+from memresolve.testing.batch_store import generate
+
+pytestmark = pytest.mark.skipif(
+    mr.backend_name() != "native", reason="the dataset job runs on the compiled core"
+)
+
+
+def _replaced(table: pa.Table, name: str, column: pa.Array) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, column)
+
+
+def _job_equals_resolve_batch(
+    records: pa.Table, contexts: pa.Table, tombstones: pa.Table, out: Path
+) -> None:
+    expected = mr.resolve_batch(records, contexts, tombstones=tombstones, include_excluded=True)
+    for parts in (1, 3):
+        mr.resolve_dataset(
+            records,
+            contexts,
+            out / str(parts),
+            tombstones=tombstones,
+            include_excluded=True,
+            parts=parts,
+        )
+        got = pq.ParquetDataset(out / str(parts)).read()
+        assert by_context(got) == by_context(expected)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Mars/Olympus", "+25:00"])
+def test_nanosecond_instants_floor_as_resolve_batch_does(zone: str, tmp_path: Path) -> None:
+    """Floored on the integers: not in local time (an hour the zone repeats, or a zone
+    Arrow does not know, failed) and not wrapping within a microsecond of int64's least."""
+    store = generate(300, seed=11)
+    records = store.records
+    nanoseconds = records.column("valid_from").cast(pa.int64()).to_pylist()
+    repeated_hour = 1_793_511_000_000_000_000  # 2026-11-01T05:30Z: 01:30 twice in New York
+    nanoseconds[:4] = [-(2**63), -(2**63) + 807, repeated_hour, repeated_hour + 1]
+    instants = pa.array(nanoseconds, pa.int64()).cast(pa.timestamp("ns", zone))
+    records = _replaced(records, "valid_from", instants)
+    _job_equals_resolve_batch(records, store.contexts, store.tombstones, tmp_path)
+
+
+def test_dictionaries_of_string_views_are_read(tmp_path: Path) -> None:
+    store = generate(300, seed=12)
+
+    def as_view_dictionary(column: pa.ChunkedArray) -> pa.Array:
+        encoded = column.combine_chunks().dictionary_encode()
+        return pa.DictionaryArray.from_arrays(
+            encoded.indices, encoded.dictionary.cast(pa.string_view())
+        )
+
+    records = store.records
+    for name in ("id", "supersedes", "key", "user_id"):
+        records = _replaced(records, name, as_view_dictionary(records.column(name)))
+    contexts = _replaced(
+        store.contexts, "context_id", as_view_dictionary(store.contexts.column("context_id"))
+    )
+    _job_equals_resolve_batch(records, contexts, store.tombstones, tmp_path)
+
+
+def test_a_first_file_without_rows_does_not_decide_the_columns(tmp_path: Path) -> None:
+    """Its optional column, missing from the next file, was looked up there."""
+    store = generate(300, seed=13)
+    directory = tmp_path / "records"
+    directory.mkdir()
+    pq.write_table(store.records.slice(0, 0), directory / "a.parquet")
+    pq.write_table(store.records.drop_columns(["status"]), directory / "b.parquet")
+    mr.resolve_dataset(directory, store.contexts, tmp_path / "out", tombstones=store.tombstones)
+    expected = mr.resolve_batch(
+        store.records.drop_columns(["status"]), store.contexts, tombstones=store.tombstones
+    )
+    assert by_context(pq.ParquetDataset(tmp_path / "out").read()) == by_context(expected)
+
+
+def test_a_file_without_rows_is_checked_and_named(tmp_path: Path) -> None:
+    store = generate(300, seed=14)
+    directory = tmp_path / "records"
+    directory.mkdir()
+    pq.write_table(store.records, directory / "a.parquet")
+    pq.write_table(store.records.slice(0, 0).drop_columns(["authority"]), directory / "b.parquet")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(directory, store.contexts, tmp_path / "out")
+    assert caught.value.where()[:2] == (mr.ErrorKind.MISSING_COLUMN, "authority")
+    assert caught.value.file == str(directory / "b.parquet")
+    assert not (tmp_path / "out").exists()
+    # Alone, as the whole input, it is named too.
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(directory / "b.parquet", store.contexts, tmp_path / "out")
+    assert caught.value.file == str(directory / "b.parquet")
+
+
+def test_a_repeated_column_name_in_a_later_file_is_named(tmp_path: Path) -> None:
+    store = generate(300, seed=15)
+    directory = tmp_path / "records"
+    directory.mkdir()
+    pq.write_table(store.records, directory / "a.parquet")
+    twice = store.records.append_column("key", store.records.column("key"))
+    pq.write_table(twice, directory / "b.parquet")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(directory, store.contexts, tmp_path / "out")
+    assert caught.value.file == str(directory / "b.parquet")
+    assert str(directory / "b.parquet") in str(caught.value)
+
+
+@pytest.mark.parametrize("job", ["resolve_dataset", "normalize_dataset"])
+def test_overwrite_must_be_a_bool(job: str, tmp_path: Path) -> None:
+    """``overwrite="false"`` replaced the output it was meant to keep."""
+    store = generate(100, seed=16)
+    kept = tmp_path / "out"
+    kept.mkdir()
+    (kept / "precious.txt").write_text("keep me")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    runs: dict[str, Callable[[], object]] = {
+        "resolve_dataset": lambda: mr.resolve_dataset(
+            store.records,
+            store.contexts,
+            kept,
+            overwrite="false",  # type: ignore[arg-type]
+        ),
+        "normalize_dataset": lambda: mr.normalize_dataset(
+            store.records,
+            kept,
+            now=now,
+            overwrite="false",  # type: ignore[arg-type]
+        ),
+    }
+    with pytest.raises(mr.InvalidInputError) as caught:
+        runs[job]()
+    assert caught.value.where()[:2] == (mr.ErrorKind.WRONG_TYPE, "overwrite")
+    assert (kept / "precious.txt").read_text() == "keep me"
