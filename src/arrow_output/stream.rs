@@ -3,12 +3,16 @@
 //! see many records each never holds its whole output (it can be far larger
 //! than the records).
 
+use std::ops::Range;
+
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
 
 use super::{decision_batch, output_schema};
 use crate::arrow_input::Values;
-use crate::batch::{resolve_contexts, DecisionChunk, Store, StoreTombstones, CHUNK};
+use crate::batch::{
+    resolve_chunks, resolve_contexts, DecisionChunk, Store, StoreTombstones, CHUNK,
+};
 use crate::error::{Broken, Error};
 use crate::resolve::Context;
 
@@ -58,39 +62,58 @@ impl Decisions<'_, '_> {
     }
 
     /// Every context's output, in order, handed to `flush` in groups of
-    /// `flush_bytes` of Arrow or more (the last may be smaller; a group is
-    /// at least one chunk of contexts). Contexts are resolved a window at a
-    /// time and built a group at a time, both in parallel.
+    /// `flush_bytes` of Arrow or more (the last may be smaller). Contexts are
+    /// resolved a window at a time, in chunks, and built a group of chunks at
+    /// a time, both in parallel.
     ///
     /// # Errors
     /// What `flush` returns, or [`Broken`] for a bug.
     pub fn stream(&self, flush_bytes: usize, flush: &mut Flush<'_>) -> Result<(), Error> {
-        // A window's decisions (about 6 bytes a row) are held until its output is
-        // built: windows are cut by the rows their contexts can see, which bound
-        // their output rows, so that they stay within a flush's bytes.
-        let candidates: Vec<usize> = self
+        // A window's decisions (about 6 bytes a row) are held until its output
+        // is built: windows are cut by the rows their contexts can see, which
+        // bound their output rows. Its chunks are cut by the most their output
+        // can take (every row each context can see, with its texts), so that
+        // one chunk's output stays within a flush however long ids and values
+        // are; a group of chunks is built at a time.
+        let text_bytes = self.text_bytes_by_scope();
+        let seen: Vec<Seen> = self
             .contexts
             .par_iter()
-            .map(|context| self.store.candidates_of(context))
+            .zip(self.context_ids.par_iter())
+            .map(|(context, id)| self.seen(context, id, &text_bytes))
             .collect();
+        let rows: Vec<usize> = seen.iter().map(|s| s.rows).collect();
         let rows_per_window = (flush_bytes / DECISION_BYTES).max(1);
         let mut output = Streamed::new(flush_bytes);
         let mut first = 0;
         while first < self.contexts.len() {
-            let end = window_end(&candidates, first, rows_per_window);
-            let (contexts, ids) = (
+            let end = window_end(&rows, first, rows_per_window);
+            let (contexts, ids, window) = (
                 self.contexts.get(first..end).unwrap_or(&[]),
                 self.context_ids.get(first..end).unwrap_or(&[]),
+                seen.get(first..end).unwrap_or(&[]),
             );
-            let chunks =
-                resolve_contexts(self.store, contexts, self.tombstones, self.include_excluded)?;
-            let mut rest: &[DecisionChunk] = &chunks;
+            let ranges = chunk_ranges(window, flush_bytes);
+            let weights: Vec<usize> = ranges
+                .iter()
+                .map(|range| window.get(range.clone()).map_or(0, total_weight))
+                .collect();
+            let chunks = resolve_chunks(
+                self.store,
+                contexts,
+                &ranges,
+                self.tombstones,
+                self.include_excluded,
+            )?;
+            let (mut rest, mut rest_weights): (&[DecisionChunk], &[usize]) = (&chunks, &weights);
             while !rest.is_empty() {
-                let (group, after) = rest.split_at(output.group_len(rest));
+                let count = output.group_len(rest, rest_weights);
+                let (group, after) = rest.split_at(count);
                 let batches: Result<Vec<RecordBatch>, Broken> =
                     group.par_iter().map(|c| self.build(ids, c)).collect();
                 output.add(batches?, flush)?;
                 rest = after;
+                rest_weights = rest_weights.get(count..).unwrap_or(&[]);
             }
             first = end;
         }
@@ -98,9 +121,83 @@ impl Decisions<'_, '_> {
     }
 }
 
+/// What a context can see: its candidate rows, and the most its output can
+/// take (see [`Decisions::seen`]).
+#[derive(Clone, Copy)]
+struct Seen {
+    rows: usize,
+    weight: usize,
+}
+
+fn total_weight(seen: &[Seen]) -> usize {
+    seen.iter().map(|s| s.weight).fold(0, usize::saturating_add)
+}
+
+/// Chunks of a window's contexts: at most [`CHUNK`] contexts each, and no
+/// more than weigh `bytes` together (at least one context).
+fn chunk_ranges(seen: &[Seen], bytes: usize) -> Vec<Range<usize>> {
+    let mut ranges = Vec::with_capacity(seen.len() / CHUNK + 1);
+    let (mut start, mut weight) = (0, 0_usize);
+    for (index, context) in seen.iter().enumerate() {
+        let full = index - start == CHUNK || weight.saturating_add(context.weight) > bytes;
+        if index > start && full {
+            ranges.push(start..index);
+            (start, weight) = (index, 0);
+        }
+        weight = weight.saturating_add(context.weight);
+    }
+    if start < seen.len() {
+        ranges.push(start..seen.len());
+    }
+    ranges
+}
+
+impl Decisions<'_, '_> {
+    /// The text bytes an output row of each scope's records can carry: the
+    /// record's id, and with values its key and value.
+    fn text_bytes_by_scope(&self) -> Vec<usize> {
+        let mut bytes = vec![0_usize; self.store.scopes.len()];
+        for (row, &scope) in self.store.scope_numbers.iter().enumerate() {
+            let id = self.store.ids.get(row).map_or(0, |id| id.text.len());
+            let texts = self
+                .values
+                .and_then(|values| values.of(row))
+                .map_or(0, |(key, value, _)| key.len().saturating_add(value.len()));
+            if let Some(total) = bytes.get_mut(scope as usize) {
+                *total = total.saturating_add(id).saturating_add(texts);
+            }
+        }
+        bytes
+    }
+
+    /// The rows a context can see, and the most its output can take: per
+    /// row, its fixed columns and the context's id, and the record's texts.
+    fn seen(&self, context: &Context<'_>, id: &str, text_bytes: &[usize]) -> Seen {
+        let per_row = ROW_BYTES.saturating_add(id.len());
+        let mut seen = Seen { rows: 0, weight: 0 };
+        for scope in self.store.scopes_of(context) {
+            let rows = self.store.scopes.rows_of(scope).len();
+            let texts = text_bytes.get(scope as usize).copied().unwrap_or(0);
+            seen.rows = seen.rows.saturating_add(rows);
+            seen.weight = seen
+                .weight
+                .saturating_add(rows.saturating_mul(per_row).saturating_add(texts));
+        }
+        seen
+    }
+}
+
 /// What a decision row takes while it waits to be built (row and outcome,
 /// with room for the vectors' growth).
 const DECISION_BYTES: usize = 8;
+
+/// An output row's bytes besides its texts: its strings' offsets, its codes
+/// and their validity.
+const ROW_BYTES: usize = 24;
+
+/// The most a group of chunks may weigh, in flushes: the weights count every
+/// row a context can see, several times what it outputs on most stores.
+const GROUP_FLUSHES: usize = 2;
 
 /// Where the window from `first` ends: after as many contexts as can see
 /// `rows` rows together (at least one, at most [`most_contexts`]).
@@ -150,22 +247,26 @@ impl Streamed {
     }
 
     /// How many of `chunks` to build next: as many as fill what is left
-    /// before a flush, by their rows, and at least one.
-    fn group_len(&self, chunks: &[DecisionChunk]) -> usize {
+    /// before a flush, by their rows, and at least one; never more than
+    /// [`GROUP_FLUSHES`] flushes by their `weights` (the most their output can
+    /// take), lest rows far longer than the ones before fill memory.
+    fn group_len(&self, chunks: &[DecisionChunk], weights: &[usize]) -> usize {
         let Some(bytes_per_row) = self.bytes_per_row else {
             return 1;
         };
         let room = self.flush_bytes.saturating_sub(self.pending_bytes);
-        let mut bytes = 0_usize;
+        let most = self.flush_bytes.saturating_mul(GROUP_FLUSHES);
+        let (mut bytes, mut weight) = (0_usize, 0_usize);
         let mut count = 0;
-        for chunk in chunks {
-            if count > 0 && bytes >= room {
+        for (chunk, &next) in chunks.iter().zip(weights) {
+            if count > 0 && (bytes >= room || weight.saturating_add(next) > most) {
                 break;
             }
             bytes = bytes.saturating_add(chunk.rows.len().saturating_mul(bytes_per_row));
+            weight = weight.saturating_add(next);
             count += 1;
         }
-        count
+        count.max(1)
     }
 
     fn add(&mut self, batches: Vec<RecordBatch>, flush: &mut Flush<'_>) -> Result<(), Error> {
@@ -341,6 +442,71 @@ mod tests {
         assert!(outcome.is_err());
         assert_eq!(calls, 1);
         Ok(())
+    }
+
+    #[test]
+    fn long_ids_make_smaller_chunks() -> Result<(), Box<dyn StdError>> {
+        // Two records with 20 kB ids, seen by each of 600 contexts: 24 MB of
+        // output in all, from a store of 40 kB. Windows cut by rows alone
+        // built 512 contexts' output (17 MB) before handing any over.
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+        let records: Vec<_> = (0..2)
+            .map(|n| {
+                record(
+                    leak(format!("{n}{}", "x".repeat(20_000))),
+                    "k",
+                    ScopeRef::user("u"),
+                )
+            })
+            .collect();
+        let set = set_of(&records);
+        let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
+        let contexts: Vec<Context<'static>> = (0..600)
+            .map(|n| Context {
+                now: 10,
+                user_id: "u",
+                character_id: "c",
+                conversation_id: leak(format!("k{n}")),
+                scene_id: None,
+            })
+            .collect();
+        let ids: Vec<&'static str> = (0..600).map(|n| leak(format!("ctx{n}"))).collect();
+        let tombstones = StoreTombstones::default();
+        let decisions = decisions_of(&store, &tombstones, &contexts, &ids, true);
+        let flush_bytes = 200_000;
+        let flushed = streamed(&decisions, flush_bytes)?;
+        let sizes: Vec<usize> = flushed
+            .iter()
+            .map(|batches| batches.iter().map(RecordBatch::get_array_memory_size).sum())
+            .collect();
+        // What was pending, below a flush, and a window's output at most.
+        assert!(
+            sizes.iter().all(|&size| size <= 2 * flush_bytes + 65_536),
+            "{sizes:?}"
+        );
+        let rows: usize = flushed.iter().flatten().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, 1_200);
+        Ok(())
+    }
+
+    #[test]
+    fn chunks_end_at_a_chunk_of_contexts_or_their_weight() {
+        let seen = |weights: &[usize]| -> Vec<Seen> {
+            weights
+                .iter()
+                .map(|&weight| Seen { rows: 1, weight })
+                .collect()
+        };
+        assert_eq!(
+            chunk_ranges(&seen(&[3, 3, 3, 10, 0, 1]), 6),
+            [0..2, 2..3, 3..4, 4..6]
+        );
+        assert_eq!(chunk_ranges(&seen(&[]), 6), Vec::<Range<usize>>::new());
+        let light = seen(&vec![1; CHUNK * 2 + 1]);
+        assert_eq!(
+            chunk_ranges(&light, usize::MAX),
+            [0..CHUNK, CHUNK..2 * CHUNK, 2 * CHUNK..2 * CHUNK + 1]
+        );
     }
 
     #[test]

@@ -297,6 +297,17 @@ impl ScopeIndex {
         self.keys.get(number as usize).copied()
     }
 
+    /// How many scopes there are (numbered from 0).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// The rows of scope `number`, ascending.
     #[must_use]
     pub fn rows_of(&self, number: u32) -> &[u32] {

@@ -193,15 +193,12 @@ impl<'a> Store<'a> {
         self.scopes.number_of(scope_key(scope.kind, numbers))
     }
 
-    /// How many records the context can see: the rows of its scopes (every
-    /// row of its output is one of them).
-    #[must_use]
-    pub fn candidates_of(&self, context: &Context<'_>) -> usize {
+    /// The numbers of the scopes a context can see, that some record has:
+    /// every row of its output is a row of one of them.
+    pub fn scopes_of<'s>(&'s self, context: &'s Context<'_>) -> impl Iterator<Item = u32> + 's {
         Slot::ALL
             .into_iter()
             .filter_map(|slot| self.scope_number(&context.scope_of(slot)?))
-            .map(|number| self.scopes.rows_of(number).len())
-            .sum()
     }
 
     /// The tombstones that can touch a record of this store, by scope number
@@ -485,22 +482,7 @@ pub fn resolve_contexts(
     include_excluded: bool,
 ) -> Result<Vec<DecisionChunk>, Broken> {
     let run = |(chunk, first): (&[Context<'_>], usize), worker: &mut Worker| {
-        let mut out = DecisionChunk {
-            contexts: first..first + chunk.len(),
-            ends: Vec::with_capacity(chunk.len()),
-            ..DecisionChunk::default()
-        };
-        for context in chunk {
-            resolve_one(
-                store,
-                context,
-                tombstones,
-                include_excluded,
-                worker,
-                &mut out,
-            )?;
-        }
-        Ok(out)
+        resolve_chunk(store, chunk, first, tombstones, include_excluded, worker)
     };
     if contexts.len() < PARALLEL_FROM {
         return Ok(vec![run((contexts, 0), &mut Worker::default())?]);
@@ -512,6 +494,63 @@ pub fn resolve_contexts(
             run((chunk, index * CHUNK), worker)
         })
         .collect()
+}
+
+/// Resolves `contexts` as the chunks `ranges` (in order, covering them), in
+/// parallel: chunks cut by the caller, as big as their output allows.
+///
+/// # Errors
+/// [`Broken`] for a bug.
+pub fn resolve_chunks(
+    store: &Store<'_>,
+    contexts: &[Context<'_>],
+    ranges: &[Range<usize>],
+    tombstones: &StoreTombstones,
+    include_excluded: bool,
+) -> Result<Vec<DecisionChunk>, Broken> {
+    ranges
+        .par_iter()
+        .map_init(Worker::default, |worker, range| {
+            let chunk = contexts
+                .get(range.clone())
+                .ok_or(Broken("a chunk names contexts outside the input"))?;
+            resolve_chunk(
+                store,
+                chunk,
+                range.start,
+                tombstones,
+                include_excluded,
+                worker,
+            )
+        })
+        .collect()
+}
+
+/// The decisions of `contexts`, the input's contexts from `first` on.
+fn resolve_chunk(
+    store: &Store<'_>,
+    contexts: &[Context<'_>],
+    first: usize,
+    tombstones: &StoreTombstones,
+    include_excluded: bool,
+    worker: &mut Worker,
+) -> Result<DecisionChunk, Broken> {
+    let mut out = DecisionChunk {
+        contexts: first..first + contexts.len(),
+        ends: Vec::with_capacity(contexts.len()),
+        ..DecisionChunk::default()
+    };
+    for context in contexts {
+        resolve_one(
+            store,
+            context,
+            tombstones,
+            include_excluded,
+            worker,
+            &mut out,
+        )?;
+    }
+    Ok(out)
 }
 
 /// From this many contexts on, they are resolved on the rayon pool.
