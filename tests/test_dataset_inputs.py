@@ -7,7 +7,7 @@ Parquet file with its own columns (``_sources``); these are the corners of both.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -147,3 +147,18 @@ def test_overwrite_must_be_a_bool(job: str, tmp_path: Path) -> None:
         runs[job]()
     assert caught.value.where()[:2] == (mr.ErrorKind.WRONG_TYPE, "overwrite")
     assert (kept / "precious.txt").read_text() == "keep me"
+
+
+def test_an_interrupted_stream_is_an_interruption_not_bad_input(tmp_path: Path) -> None:
+    """Ctrl-C in a stream's Python producer reaches the job as an Arrow error: it was
+    reported as malformed input (exit 2 from a program), not as the interruption."""
+    store = generate(100, seed=17)
+
+    def interrupted() -> Iterator[pa.RecordBatch]:
+        yield from store.records.to_batches(max_chunksize=10)[:2]
+        raise KeyboardInterrupt
+
+    records = pa.RecordBatchReader.from_batches(store.records.schema, interrupted())
+    with pytest.raises(KeyboardInterrupt):
+        mr.resolve_dataset(records, store.contexts, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -44,6 +44,7 @@ from memresolve._job_limits import (
     parse_size,
     shown_bytes,
 )
+from memresolve._part_cost import part_cost
 from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
@@ -66,9 +67,9 @@ __all__ = [
 ]
 
 
-#: What a part costs in memory while it is resolved, as a multiple of its
-#: Arrow bytes: the part's table, the native store built from it, and the
-#: output (measured on the benchmark stores: about 3; 4 leaves room).
+#: What resolving costs in memory as a multiple of the input's Arrow bytes, for the
+#: first estimate of how many parts it needs (a part's cost is then counted by its
+#: rows: ``_part_cost``). Measured on the benchmark stores: about 2; 4 leaves room.
 RESOLVE_FACTOR = 4
 #: Headroom in the first estimate of how many parts the input needs.
 PART_MARGIN = 1.25
@@ -143,6 +144,13 @@ class _PartSet:
 
     def size(self, part: int) -> int:
         return sum(p.bytes[part] for p in (self.contexts, self.records, self.tombstones))
+
+    def cost(self, part: int, piece_bytes: int) -> int:
+        """What resolving ``part`` holds in memory (``_part_cost``)."""
+        records, contexts, tombstones = (
+            p.rows[part] for p in (self.records, self.contexts, self.tombstones)
+        )
+        return part_cost(self.size(part), records, contexts, tombstones, piece_bytes)
 
     def remove(self, part: int) -> None:
         for parts in (self.contexts, self.records, self.tombstones):
@@ -238,7 +246,7 @@ class _Job:
         ahead: tuple[int, Future[_Tables]] | None = None
         for part in range(parts.router.parts):
             if parts.contexts.rows[part]:
-                cost = parts.size(part) * RESOLVE_FACTOR
+                cost = parts.cost(part, self.output_bytes)
                 if cost > self.budget:
                     self._split(parts, part, depth)
                 else:
@@ -274,7 +282,7 @@ class _Job:
         following = next(
             (p for p in range(part + 1, parts.router.parts) if parts.contexts.rows[p]), None
         )
-        if following is None or parts.size(following) * RESOLVE_FACTOR > self.budget:
+        if following is None or parts.cost(following, self.output_bytes) > self.budget:
             return None
         if cost + parts.size(following) + self.writer.writing_bytes() > self.budget:
             return None
@@ -336,7 +344,7 @@ class _Job:
         if len(owners) == 1 or depth >= MAX_SPLITS:
             raise self._too_big(parts, part)
         del contexts, owners  # mapped from the spill file: its space is freed once removed
-        count = math.ceil(parts.size(part) * RESOLVE_FACTOR / self.budget) + 1
+        count = math.ceil(parts.cost(part, self.output_bytes) / self.budget) + 1
         allow_open_files(count)
         smaller = _PartSet.make(
             self.native,
@@ -368,7 +376,7 @@ class _Job:
         counts = pc.value_counts(records.column("user_id").cast("string").drop_null())
         biggest = max(counts.to_pylist(), key=lambda entry: entry["counts"], default=None)
         owner = "?" if biggest is None else biggest["values"]
-        size = parts.size(part) * RESOLVE_FACTOR
+        size = parts.cost(part, self.output_bytes)
         return MemoryLimitError(
             f"one owner's part of the store needs about {shown_bytes(size)} to resolve, more"
             f" than the memory limit leaves ({shown_bytes(self.budget)}): user {owner!r}"

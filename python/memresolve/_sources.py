@@ -185,6 +185,8 @@ class Source:
             except StopIteration:
                 return
             except Exception as exc:  # whatever the stream raised
+                if _interrupted(exc):
+                    raise KeyboardInterrupt from exc
                 raise InvalidInputError(
                     f"{self.what}: the Arrow stream failed: {type(exc).__name__}: {exc}",
                     kind=ErrorKind.MALFORMED,
@@ -316,6 +318,12 @@ def _dictionary_encoded(chunk: Any) -> bool:
         return False
     data = chunk.total_compressed_size - (chunk.data_page_offset - start)
     return bool(data <= 4 * max(1, chunk.num_values))
+
+
+def _interrupted(error: Exception) -> bool:
+    """Whether a stream failed because its Python producer was interrupted (Ctrl-C): the
+    Arrow C stream reports that as an ``ArrowInvalid`` whose text ends with the traceback."""
+    return str(error).rstrip().endswith("\nKeyboardInterrupt")
 
 
 def _parquet() -> Any:
