@@ -114,6 +114,17 @@ def test_a_failing_sink_stops_the_call_with_its_error(failure: BaseException) ->
     assert len(calls) == 1  # nothing more is built once the sink failed
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sink_that_cannot_be_called_is_refused(backend: str) -> None:
+    """Even when there is nothing to hand over (no contexts): it was accepted then."""
+    store = generate(200, seed=5)
+    streamed = get_streamed_batch_resolver(backend)
+    for contexts in (store.contexts, store.contexts.slice(0, 0)):
+        with pytest.raises(mr.InvalidInputError) as raised:
+            streamed(store.records, contexts, "not callable", tombstones=store.tombstones)  # type: ignore[arg-type]
+        assert raised.value.where()[:2] == (mr.ErrorKind.WRONG_TYPE, "sink")
+
+
 @needs_native
 def test_bad_input_is_refused_before_anything_is_handed_over() -> None:
     store = generate(2_000, seed=5)

@@ -23,7 +23,12 @@ from memresolve._call import (
 from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
 from memresolve._records import MemoryRecord, check_records
 from memresolve._result import RawResolution, Resolution, resolution_of_rows
-from memresolve.errors import BackendUnavailableError, InternalError
+from memresolve.errors import (
+    BackendUnavailableError,
+    ErrorKind,
+    InternalError,
+    InvalidInputError,
+)
 
 __all__ = [
     "SELECTED",
@@ -299,6 +304,12 @@ def _reference_streamed(
     """The reference's: it builds its whole result first (it is the specification, slow on
     purpose), then hands it over in one table."""
     del max_bytes
+    if not callable(sink):
+        raise InvalidInputError(
+            f"sink: expected a callable, got {type(sink).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="sink",
+        )
     result = reference.resolve_batch(
         records,
         contexts,

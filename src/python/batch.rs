@@ -182,6 +182,15 @@ pub(crate) fn resolve_batch_into(
     with_values: bool,
     max_bytes: usize,
 ) -> PyResult<usize> {
+    if !sink.is_callable() {
+        return Err(invalid_input(&InputError {
+            kind: ErrorKind::WrongType,
+            field: "sink".to_owned(),
+            row: None,
+            record_id: None,
+            message: format!("sink: expected a callable, got {}", sink.get_type().name()?),
+        }));
+    }
     let (records, contexts, tombstones) = import_inputs(records, contexts, tombstones)?;
     let options = Options {
         include_excluded,
