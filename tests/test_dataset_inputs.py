@@ -119,6 +119,11 @@ def test_a_repeated_column_name_in_a_later_file_is_named(tmp_path: Path) -> None
         mr.resolve_dataset(directory, store.contexts, tmp_path / "out")
     assert caught.value.file == str(directory / "b.parquet")
     assert str(directory / "b.parquet") in str(caught.value)
+    # In the first file, whose columns the job reads first.
+    (directory / "b.parquet").rename(directory / "0.parquet")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(directory, store.contexts, tmp_path / "out")
+    assert caught.value.file == str(directory / "0.parquet")
 
 
 @pytest.mark.parametrize("job", ["resolve_dataset", "normalize_dataset"])
@@ -154,11 +159,22 @@ def test_an_interrupted_stream_is_an_interruption_not_bad_input(tmp_path: Path) 
     reported as malformed input (exit 2 from a program), not as the interruption."""
     store = generate(100, seed=17)
 
-    def interrupted() -> Iterator[pa.RecordBatch]:
+    def interrupted(interruption: KeyboardInterrupt) -> Iterator[pa.RecordBatch]:
         yield from store.records.to_batches(max_chunksize=10)[:2]
-        raise KeyboardInterrupt
+        raise interruption
 
-    records = pa.RecordBatchReader.from_batches(store.records.schema, interrupted())
-    with pytest.raises(KeyboardInterrupt):
+    for interruption in (KeyboardInterrupt(), KeyboardInterrupt("stop")):
+        records = pa.RecordBatchReader.from_batches(store.records.schema, interrupted(interruption))
+        with pytest.raises(KeyboardInterrupt):
+            mr.resolve_dataset(records, store.contexts, tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+    # An error whose message merely mentions it is not one.
+    message = "bad\nKeyboardInterrupt"
+
+    def failing() -> Iterator[pa.RecordBatch]:
+        yield from store.records.to_batches(max_chunksize=10)[:1]
+        raise ValueError(message)
+
+    records = pa.RecordBatchReader.from_batches(store.records.schema, failing())
+    with pytest.raises(mr.InvalidInputError):
         mr.resolve_dataset(records, store.contexts, tmp_path / "out")
-    assert not (tmp_path / "out").exists()

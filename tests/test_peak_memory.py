@@ -8,9 +8,13 @@ the command it measures, since that is what the benchmarks' parents do and what 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -71,10 +75,63 @@ def test_a_command_past_its_time_is_killed_with_its_children() -> None:
     from memresolve.testing.peak_memory import run_measured  # noqa: PLC0415
 
     # The shell's child (sleep) must die too, or the call would wait for its pipes.
+    started = time.perf_counter()
     measured = run_measured(["sh", "-c", "sleep 30 & sleep 30"], timeout=0.5)
+    assert time.perf_counter() - started < 10
     assert measured.timed_out
     assert measured.returncode != 0
-    assert measured.seconds < 10
+
+
+def test_what_a_command_leaves_running_is_killed_when_it_ends() -> None:
+    from memresolve.testing.peak_memory import run_measured  # noqa: PLC0415
+
+    started = time.perf_counter()
+    measured = run_measured(["sh", "-c", "sleep 30 & exit 3"], timeout=60)
+    assert time.perf_counter() - started < 10
+    assert (measured.returncode, measured.timed_out) == (3, False)
+
+
+def _running(marker: str) -> bool:
+    """Whether a ``sleep MARKER`` process runs."""
+    wanted = f"sleep\0{marker}\0".encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                return True
+        except OSError:
+            continue  # it ended meanwhile
+    return False
+
+
+def test_an_interrupted_measurement_takes_the_command_along() -> None:
+    """Ctrl-C on a terminal reaches the benchmark and the launcher, not the command's own
+    session: the launcher must kill it, or it would run on, orphaned."""
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 1000}"
+    script = (
+        "from memresolve.testing.peak_memory import run_measured\n"
+        f"run_measured(['sleep', '{marker}'])\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], start_new_session=True, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 30
+    while not _running(marker):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    os.killpg(parent.pid, signal.SIGINT)  # what a terminal sends its foreground group
+    assert parent.wait(timeout=30) != 0
+    deadline = time.monotonic() + 10
+    while _running(marker):
+        assert time.monotonic() < deadline, "the command outlived the interrupted measurement"
+        time.sleep(0.05)
+
+
+def test_a_command_that_cannot_start_ends_with_127() -> None:
+    from memresolve.testing.peak_memory import run_measured  # noqa: PLC0415
+
+    measured = run_measured(["/nonexistent/memresolve-command"])
+    assert measured.returncode == 127
+    assert "nonexistent" in measured.stderr
 
 
 def test_an_address_space_cap_applies_to_the_command() -> None:

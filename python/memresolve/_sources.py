@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,11 @@ class Source:
                 ) from exc
             self.schema = self._stream.schema
         self.wanted = columns
-        self.columns = [name for name in columns if name in column_names(self.schema, what)]
+        try:
+            present = column_names(self.schema, what)
+        except InvalidInputError as error:  # the first file's fault: named with it
+            raise (in_file(self._dataset[0][0], error) if self._dataset else error) from None
+        self.columns = [name for name in columns if name in present]
 
     @property
     def is_files(self) -> bool:
@@ -322,8 +327,17 @@ def _dictionary_encoded(chunk: Any) -> bool:
 
 def _interrupted(error: Exception) -> bool:
     """Whether a stream failed because its Python producer was interrupted (Ctrl-C): the
-    Arrow C stream reports that as an ``ArrowInvalid`` whose text ends with the traceback."""
-    return str(error).rstrip().endswith("\nKeyboardInterrupt")
+    Arrow C stream reports that as an ``ArrowInvalid`` whose text holds the traceback,
+    whose exception line (the first after its last indented frame line) names it."""
+    _, found, traceback = str(error).partition("Python exception:")
+    lines = traceback.strip("\n").splitlines()
+    frames = [index for index, line in enumerate(lines) if line.startswith(" ")]
+    exception_line = lines[frames[-1] + 1] if frames and frames[-1] + 1 < len(lines) else ""
+    return bool(found) and _INTERRUPTION.fullmatch(exception_line) is not None
+
+
+#: A ``KeyboardInterrupt``'s exception line, with or without a message.
+_INTERRUPTION = re.compile(r"KeyboardInterrupt(?::.*)?")
 
 
 def _parquet() -> Any:

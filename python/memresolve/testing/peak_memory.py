@@ -76,27 +76,36 @@ def run_measured(
     """Runs ``command`` to its end (killed after ``timeout`` seconds) and measures it.
 
     ``address_space``, when positive, caps the command's address space (``RLIMIT_AS``)
-    in bytes. The command's output is captured.
+    in bytes. The command's output is captured (undecodable bytes replaced). Whatever
+    the command started is killed with it when it ends, times out or this call is
+    interrupted. A command that cannot be started ends with status 127.
     """
     with tempfile.TemporaryDirectory() as directory:
         report = Path(directory) / "report.json"
         launcher = [sys.executable, "-I", __file__, str(report), str(timeout), str(address_space)]
-        done = subprocess.run(
+        with subprocess.Popen(
             [*launcher, "--", *command],
             env=None if env is None else dict(env),
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            check=False,
-        )
+            errors="replace",
+        ) as process:
+            try:
+                stdout, stderr = process.communicate()
+            except BaseException:
+                process.terminate()  # the launcher kills the command's group, then ends
+                process.wait()
+                raise
         if not report.exists():
-            raise RuntimeError(f"the launcher failed (exit {done.returncode}): {done.stderr}")
+            raise RuntimeError(f"the launcher failed (exit {process.returncode}): {stderr}")
         facts = json.loads(report.read_text())
     return Measured(
         returncode=facts["returncode"],
         seconds=facts["seconds"],
-        peak_bytes=facts["peak_kib"] * 1024,
-        stdout=done.stdout,
-        stderr=done.stderr,
+        peak_bytes=facts["peak_bytes"],
+        stdout=stdout,
+        stderr=stderr,
         timed_out=facts["timed_out"],
     )
 
@@ -112,28 +121,44 @@ def _launch(argv: list[str]) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
     started = time.perf_counter()
-    # A session of its own: a timeout kills the command with every process it started.
-    process = subprocess.Popen(
-        command,
-        preexec_fn=limit if cap > 0 else None,  # noqa: PLW1509 - no thread runs yet
-        start_new_session=True,
-    )
+    try:
+        # A session of its own: the command and all it starts are killed as one group.
+        process = subprocess.Popen(
+            command,
+            preexec_fn=limit if cap > 0 else None,  # noqa: PLW1509 - no thread runs yet
+            start_new_session=True,
+        )
+    except OSError as error:
+        print(f"{command[0]}: {error}", file=sys.stderr)
+        facts = {"returncode": 127, "seconds": 0.0, "peak_bytes": 0, "timed_out": False}
+        Path(report).write_text(json.dumps(facts))
+        return 0
     fired = threading.Event()
 
-    def kill() -> None:
-        fired.set()
-        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+    def kill_group() -> None:
+        with contextlib.suppress(ProcessLookupError):  # nothing of it is left
             os.killpg(process.pid, signal.SIGKILL)
 
-    timer = threading.Timer(float(timeout), kill)
+    def time_out() -> None:
+        fired.set()
+        kill_group()
+
+    # Ctrl-C reaches this process, not the command's session: it takes the command along.
+    for interruption in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(interruption, lambda *_: kill_group())
+    timer = threading.Timer(float(timeout), time_out)
+    timer.daemon = True
     timer.start()
     _, status, usage = os.wait4(process.pid, 0)  # blocking: the time is exact
-    timer.cancel()
     seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    timer.cancel()
+    kill_group()  # what it left running (it would hold the output pipes open)
+    peak = usage.ru_maxrss if sys.platform == "darwin" else usage.ru_maxrss * 1024
     facts = {
-        "returncode": os.waitstatus_to_exitcode(status),
+        "returncode": process.returncode,
         "seconds": seconds,
-        "peak_kib": usage.ru_maxrss,
+        "peak_bytes": peak,
         "timed_out": fired.is_set(),
     }
     Path(report).write_text(json.dumps(facts))
