@@ -77,8 +77,8 @@ PART_MARGIN = 1.25
 STREAM_PARTS = 16
 #: A part's output is handed over in pieces of about the budget over this (at least
 #: ``OUTPUT_BYTES_MIN``) of Arrow, one file each, written while the next is built.
-OUTPUT_SHARE = 8
-OUTPUT_BYTES_MIN, OUTPUT_BYTES_MAX = 16 << 20, 1 << 30
+OUTPUT_SHARE = 16
+OUTPUT_BYTES_MIN, OUTPUT_BYTES_MAX = 1 << 20, 1 << 30
 #: How often a part too big for the limit is split again by owner.
 MAX_SPLITS = 4
 
@@ -308,7 +308,7 @@ class _Job:
 
     def _hand_over(self, result: Any) -> None:
         if result.num_rows:  # no file of nothing: a part whose contexts see no record
-            # The piece built meanwhile is within the part's cost, which covers its output.
+            # What the core holds meanwhile is within the part's cost (``_part_cost``).
             self.writer.write(result, reserved=self.resolving)
             _count_decisions(result, self.rows)
 
@@ -455,7 +455,7 @@ def resolve_dataset(
     or ``"zstd"`` (a quarter of the disk, a slower job). The spill is removed
     whatever happens, Ctrl-C included. A part's output, which can be far
     larger than its input, is built and written a piece at a time (a file
-    each, of about an eighth of what the limit leaves beside the job's own
+    each, of about a sixteenth of what the limit leaves beside the job's own
     baseline). Every rule of the batch form holds for
     the whole input: a record id repeated in another file is an error.
 

@@ -195,9 +195,10 @@ const DECISION_BYTES: usize = 8;
 /// and their validity.
 const ROW_BYTES: usize = 24;
 
-/// The most a group of chunks may weigh, in flushes: the weights count every
-/// row a context can see, several times what it outputs on most stores.
-const GROUP_FLUSHES: usize = 2;
+/// The most a group of chunks may weigh, in flushes: with the window's
+/// decisions and the output not yet handed over (each less than a flush), a
+/// call holds at most three flushes beside what it handed over.
+const GROUP_FLUSHES: usize = 1;
 
 /// Where the window from `first` ends: after as many contexts as can see
 /// `rows` rows together (at least one, at most [`most_contexts`]).
