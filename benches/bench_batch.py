@@ -47,21 +47,15 @@ def _digest(table: Any) -> str:
     return f"{frame.height}:{sum(hashes) % 2**64:016x}:{max(hashes, default=0):016x}"
 
 
-def _resident_mb() -> float:
-    """The process's resident memory now (the input is loaded: the baseline)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[str, Any]:
     import pyarrow.parquet as pq  # noqa: PLC0415
 
     records = pq.read_table(data / "records.parquet")
     contexts = pq.read_table(data / "contexts.parquet")
     tombstones = pq.read_table(data / "tombstones.parquet")
-    loaded_mb = _resident_mb()
+    from memresolve.testing.peak_memory import own_peak_bytes, resident_bytes  # noqa: PLC0415
+
+    loaded_mb = resident_bytes() / 2**20  # the input is loaded: the baseline
 
     def run() -> Any:
         if implementation == "memresolve":
@@ -85,8 +79,6 @@ def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[
         start = time.perf_counter()
         result = run()
         best = min(best, time.perf_counter() - start)
-    from memresolve.testing.peak_memory import own_peak_bytes  # noqa: PLC0415
-
     peak_mb = own_peak_bytes() / 2**20
     return {
         "seconds": best,

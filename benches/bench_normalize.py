@@ -45,13 +45,6 @@ def _digest(table: Any) -> str:
     return f"{frame.height}:{sum(hashes) % 2**64:016x}"
 
 
-def _resident_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _load(data: Path, name: str) -> Any:
     import pyarrow.dataset as ds  # noqa: PLC0415
 
@@ -66,7 +59,9 @@ def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[
     records = _load(data, "records").drop_columns(["value"])
     tombstones = _load(data, "tombstones")
     now: datetime = pc.max(_load(data, "contexts")["now"]).as_py()
-    loaded_mb = _resident_mb()
+    from memresolve.testing.peak_memory import own_peak_bytes, resident_bytes  # noqa: PLC0415
+
+    loaded_mb = resident_bytes() / 2**20  # the input is loaded: the baseline
 
     def run() -> Any:
         if implementation == "memresolve":
@@ -85,8 +80,6 @@ def _worker(implementation: str, data: Path, repeat: int, threads: int) -> dict[
         start = time.perf_counter()
         result = run()
         best = min(best, time.perf_counter() - start)
-    from memresolve.testing.peak_memory import own_peak_bytes  # noqa: PLC0415
-
     peak_mb = own_peak_bytes() / 2**20
     report: dict[str, Any] = {
         "seconds": best,

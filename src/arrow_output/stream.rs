@@ -301,12 +301,14 @@ mod tests {
     use crate::resolve::{CandidateSet, ScopeRef};
     use crate::test_support::{record, set_of};
 
-    /// A store of `users` users with `per_user` records each, and
-    /// `contexts_per_user` contexts for each user (ids leaked: test data).
+    /// A store of `users` users with `per_user` records each, their ids
+    /// padded to `id_bytes`, and `contexts_per_user` contexts for each user
+    /// (ids leaked: test data).
     fn fan_out(
         users: usize,
         per_user: usize,
         contexts_per_user: usize,
+        id_bytes: usize,
     ) -> (
         CandidateSet<'static>,
         Vec<Context<'static>>,
@@ -320,7 +322,7 @@ mod tests {
             let user_id = leak(format!("u{user}"));
             for n in 0..per_user {
                 records.push(record(
-                    leak(format!("m{user}-{n}")),
+                    leak(format!("m{user}-{n}-{}", "x".repeat(id_bytes))),
                     leak(format!("k{n}")),
                     ScopeRef::user(user_id),
                 ));
@@ -371,7 +373,7 @@ mod tests {
 
     #[test]
     fn a_stream_is_the_whole_result_in_groups() -> Result<(), Box<dyn StdError>> {
-        let (set, contexts, ids) = fan_out(3, 40, 700);
+        let (set, contexts, ids) = fan_out(3, 40, 700, 0);
         let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
         let tombstones = StoreTombstones::default();
         let decisions = decisions_of(&store, &tombstones, &contexts, &ids, true);
@@ -431,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_failed_flush_stops_the_stream() -> Result<(), Box<dyn StdError>> {
-        let (set, contexts, ids) = fan_out(2, 10, 600);
+        let (set, contexts, ids) = fan_out(2, 10, 600, 0);
         let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
         let tombstones = StoreTombstones::default();
         let decisions = decisions_of(&store, &tombstones, &contexts, &ids, false);
@@ -450,28 +452,8 @@ mod tests {
         // Two records with 20 kB ids, seen by each of 600 contexts: 24 MB of
         // output in all, from a store of 40 kB. Windows cut by rows alone
         // built 512 contexts' output (17 MB) before handing any over.
-        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-        let records: Vec<_> = (0..2)
-            .map(|n| {
-                record(
-                    leak(format!("{n}{}", "x".repeat(20_000))),
-                    "k",
-                    ScopeRef::user("u"),
-                )
-            })
-            .collect();
-        let set = set_of(&records);
+        let (set, contexts, ids) = fan_out(1, 2, 600, 20_000);
         let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
-        let contexts: Vec<Context<'static>> = (0..600)
-            .map(|n| Context {
-                now: 10,
-                user_id: "u",
-                character_id: "c",
-                conversation_id: leak(format!("k{n}")),
-                scene_id: None,
-            })
-            .collect();
-        let ids: Vec<&'static str> = (0..600).map(|n| leak(format!("ctx{n}"))).collect();
         let tombstones = StoreTombstones::default();
         let decisions = decisions_of(&store, &tombstones, &contexts, &ids, true);
         let flush_bytes = 200_000;
@@ -480,7 +462,7 @@ mod tests {
             .iter()
             .map(|batches| batches.iter().map(RecordBatch::get_array_memory_size).sum())
             .collect();
-        // What was pending, below a flush, and a window's output at most.
+        // What was pending, below a flush, and a group's output, at most a flush.
         assert!(
             sizes.iter().all(|&size| size <= 2 * flush_bytes + 65_536),
             "{sizes:?}"

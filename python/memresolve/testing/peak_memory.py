@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Measured", "own_peak_bytes", "run_measured"]
+__all__ = ["Measured", "own_peak_bytes", "resident_bytes", "run_measured"]
 
 
 def own_peak_bytes() -> int:
@@ -41,15 +41,28 @@ def own_peak_bytes() -> int:
     ``VmHWM`` from ``/proc/self/status`` on Linux; elsewhere ``ru_maxrss``, which may
     include the parent's memory as described above.
     """
+    peak = _status_bytes("VmHWM")
+    if peak is not None:
+        return peak
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+
+
+def resident_bytes() -> int:
+    """This process's resident memory now, in bytes (``VmRSS``; 0 where there is none)."""
+    return _status_bytes("VmRSS") or 0
+
+
+def _status_bytes(field: str) -> int | None:
+    """A memory ``field`` of ``/proc/self/status`` (Linux), in bytes."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+    return None
 
 
 @dataclass(frozen=True)
