@@ -125,6 +125,50 @@ def test_a_sink_that_cannot_be_called_is_refused(backend: str) -> None:
         assert raised.value.where()[:2] == (mr.ErrorKind.WRONG_TYPE, "sink")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("max_bytes", "kind"),
+    [
+        (True, mr.ErrorKind.WRONG_TYPE),
+        (1.5, mr.ErrorKind.WRONG_TYPE),
+        ("64MB", mr.ErrorKind.WRONG_TYPE),
+        (None, mr.ErrorKind.WRONG_TYPE),
+        (0, mr.ErrorKind.OUT_OF_RANGE),
+        (-1, mr.ErrorKind.OUT_OF_RANGE),
+        (-(2**70), mr.ErrorKind.OUT_OF_RANGE),
+    ],
+)
+def test_a_piece_size_that_is_not_a_positive_int_is_refused(
+    backend: str, max_bytes: object, kind: mr.ErrorKind
+) -> None:
+    """``True`` was taken as 1 byte, and a negative count raised ``OverflowError``."""
+    store = generate(200, seed=5)
+    handed: list[pa.Table] = []
+    streamed = get_streamed_batch_resolver(backend)
+    with pytest.raises(mr.InvalidInputError) as raised:
+        streamed(
+            store.records,
+            store.contexts,
+            handed.append,
+            tombstones=store.tombstones,
+            max_bytes=max_bytes,  # type: ignore[arg-type]
+        )
+    assert raised.value.where()[:2] == (kind, "max_bytes")
+    assert handed == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_piece_size_past_any_memory_is_one_piece(backend: str) -> None:
+    store = generate(200, seed=5)
+    handed: list[pa.Table] = []
+    streamed = get_streamed_batch_resolver(backend)
+    rows = streamed(
+        store.records, store.contexts, handed.append, tombstones=store.tombstones, max_bytes=2**80
+    )
+    assert len(handed) == 1
+    assert handed[0].num_rows == rows > 0
+
+
 @needs_native
 def test_bad_input_is_refused_before_anything_is_handed_over() -> None:
     store = generate(2_000, seed=5)

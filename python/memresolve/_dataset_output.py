@@ -10,7 +10,15 @@ from typing import Any
 
 from memresolve._background import shut_down
 
-__all__ = ["OutputWriter"]
+__all__ = ["ROW_GROUP_BYTES", "OutputWriter", "encoding_bytes", "write_parquet"]
+
+#: The most Arrow bytes in one row group of an output file. Parquet's writer holds a row
+#: group's pages, encoded and compressed, until the group is written: with the default of
+#: 1Mi rows a group of long texts held 298 MiB beside its 190 MiB table (measured). Cut
+#: by bytes, it holds a group at a time, whatever the rows hold.
+ROW_GROUP_BYTES = 64 * 2**20
+#: Parquet's default rows in a group, kept where rows are short.
+ROW_GROUP_ROWS = 2**20
 
 
 class OutputWriter:
@@ -41,15 +49,16 @@ class OutputWriter:
         self._reap()
         while self._writing and (
             len(self._writing) >= self.IN_FLIGHT
-            or reserved + self.writing_bytes() + table.nbytes > self.budget
+            or reserved + self.writing_bytes() + table.nbytes + encoding_bytes(table) > self.budget
         ):
             self._wait_oldest()
         path = self.directory / f"part-{self.written:05d}.parquet"
-        self._writing.append((int(table.nbytes), self._thread.submit(_write_parquet, table, path)))
+        held = int(table.nbytes) + encoding_bytes(table)
+        self._writing.append((held, self._thread.submit(_write_parquet, table, path)))
         self.written += 1
 
     def writing_bytes(self) -> int:
-        """The bytes of the tables still being written."""
+        """The bytes of the tables still being written, their encoding included."""
         self._reap()
         return sum(size for size, _ in self._writing)
 
@@ -72,8 +81,22 @@ class OutputWriter:
         write.result()
 
 
-def _write_parquet(table: Any, path: Path) -> None:
+def encoding_bytes(table: Any) -> int:
+    """What Parquet's writer holds beside ``table`` while it writes it: a row group's pages,
+    encoded and compressed, at most about twice its Arrow bytes (text that does not
+    compress: its encoded copy, and the compressed one)."""
+    return 2 * min(int(table.nbytes), ROW_GROUP_BYTES)
+
+
+def write_parquet(table: Any, path: Path, dictionary: list[str] | bool = True) -> None:
+    """Writes ``table`` to ``path``, in row groups of at most about ``ROW_GROUP_BYTES``."""
     pq = __import__("pyarrow.parquet", fromlist=["write_table"])
+    row_bytes = max(1, -(-int(table.nbytes) // max(1, table.num_rows)))
+    rows = max(1, min(ROW_GROUP_ROWS, ROW_GROUP_BYTES // row_bytes))
+    pq.write_table(table, str(path), use_dictionary=dictionary, row_group_size=rows)
+
+
+def _write_parquet(table: Any, path: Path) -> None:
     # Dictionaries only where values repeat: a context's id repeats on each of its
     # rows, a record's id hardly ever (trying costs a fifth of the write).
     repeating = [
@@ -81,4 +104,4 @@ def _write_parquet(table: Any, path: Path) -> None:
         for name in ("context_id", "decision", "key", "certainty")
         if name in table.column_names
     ]
-    pq.write_table(table, str(path), use_dictionary=repeating)
+    write_parquet(table, path, repeating)

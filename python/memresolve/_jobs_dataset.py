@@ -40,6 +40,7 @@ from memresolve import _validate as check
 from memresolve._arrow_input import pyarrow_module
 from memresolve._canonical import canonical, canonical_schema, read_columns
 from memresolve._dataset import STREAM_PARTS, _check_unique
+from memresolve._dataset_output import write_parquet
 from memresolve._job_limits import (
     BASELINE_BYTES,
     MIN_BUDGET_BYTES,
@@ -118,8 +119,7 @@ class _Run:
 
     def write(self, table: Any, column: str) -> None:
         """Writes one output file, and counts its rows by ``column``."""
-        pq = __import__("pyarrow.parquet", fromlist=["write_table"])
-        pq.write_table(table, str(self.partial / f"part-{self.written:05d}.parquet"))
+        write_parquet(table, self.partial / f"part-{self.written:05d}.parquet")
         self.written += 1
         pc = __import__("pyarrow.compute", fromlist=["value_counts"])
         for entry in pc.value_counts(table.column(column).cast("string")).to_pylist():

@@ -303,7 +303,7 @@ def _reference_streamed(
 ) -> int:
     """The reference's: it builds its whole result first (it is the specification, slow on
     purpose), then hands it over in one table."""
-    del max_bytes
+    _byte_count(max_bytes)
     if not callable(sink):
         raise InvalidInputError(
             f"sink: expected a callable, got {type(sink).__name__}",
@@ -319,6 +319,23 @@ def _reference_streamed(
     )
     sink(result)
     return int(result.num_rows)
+
+
+def _byte_count(value: object) -> int:
+    """``max_bytes``: a positive ``int`` (``True`` is not a count), as the core checks it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(
+            f"max_bytes: expected an int, got {type(value).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="max_bytes",
+        )
+    if value < 1:
+        raise InvalidInputError(
+            f"max_bytes: must be at least 1, got {value}",
+            kind=ErrorKind.OUT_OF_RANGE,
+            field="max_bytes",
+        )
+    return value
 
 
 def get_streamed_batch_resolver(name: str) -> StreamedBatchResolver:

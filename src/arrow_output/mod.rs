@@ -98,8 +98,18 @@ pub fn decision_batch(
         dictionary_column(codes.into_iter().map(Some).collect(), &DECISION_NAMES)?,
     ];
     if let Some(values) = values {
-        let mut keys = StringBuilder::with_capacity(rows, rows * 8);
-        let mut texts = StringBuilder::with_capacity(rows, rows * 16);
+        // Sized exactly, as the id columns are: a builder that grows doubles,
+        // and a caller counting the batch's bytes would not see that slack.
+        let (mut key_bytes, mut text_bytes) = (0_usize, 0_usize);
+        for (&row, outcome) in chunk.rows.iter().zip(&chunk.outcomes) {
+            if outcome.is_none() {
+                let (key, value, _) = values.of(row as usize).ok_or(OUTSIDE)?;
+                key_bytes += key.len();
+                text_bytes += value.len();
+            }
+        }
+        let mut keys = StringBuilder::with_capacity(rows, key_bytes);
+        let mut texts = StringBuilder::with_capacity(rows, text_bytes);
         let mut certainties = Vec::with_capacity(rows);
         for (&row, outcome) in chunk.rows.iter().zip(&chunk.outcomes) {
             if outcome.is_some() {
@@ -123,3 +133,6 @@ pub fn decision_batch(
     RecordBatch::try_new(schema.clone(), columns)
         .map_err(|_| Broken("an output batch does not match its schema"))
 }
+
+#[cfg(test)]
+mod tests;

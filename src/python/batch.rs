@@ -180,7 +180,7 @@ pub(crate) fn resolve_batch_into(
     tombstones: Option<&Bound<'_, PyAny>>,
     include_excluded: bool,
     with_values: bool,
-    max_bytes: usize,
+    #[pyo3(from_py_with = byte_count)] max_bytes: usize,
 ) -> PyResult<usize> {
     if !sink.is_callable() {
         return Err(invalid_input(&InputError {
@@ -229,6 +229,34 @@ pub(crate) fn resolve_batch_into(
     }
     outcome?;
     Ok(rows)
+}
+
+/// `max_bytes`: a positive `int` (not `True`); counts past `usize` are as good as no limit.
+fn byte_count(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    use pyo3::types::{PyBool, PyInt};
+    let fail = |kind, message: String| {
+        invalid_input(&InputError {
+            kind,
+            field: "max_bytes".to_owned(),
+            row: None,
+            record_id: None,
+            message: format!("max_bytes: {message}"),
+        })
+    };
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        let name = value.get_type().name()?;
+        return Err(fail(
+            ErrorKind::WrongType,
+            format!("expected an int, got {name}"),
+        ));
+    }
+    if value.lt(1)? {
+        return Err(fail(
+            ErrorKind::OutOfRange,
+            format!("must be at least 1, got {value}"),
+        ));
+    }
+    Ok(value.extract::<usize>().unwrap_or(usize::MAX))
 }
 
 /// Runs `job`, a panic in it (Arrow's code runs there too) reported as a bug.
