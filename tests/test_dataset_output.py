@@ -40,6 +40,7 @@ def test_long_rows_are_written_in_row_groups_of_bounded_bytes(
     assert metadata.num_row_groups >= table.nbytes // (1 << 20)
     for group in range(metadata.num_row_groups):
         assert metadata.row_group(group).total_byte_size <= (1 << 20) + 50_100
+        assert metadata.row_group(group).column(2).compression == "ZSTD"
     assert pq.read_table(path).equals(table)
 
 
