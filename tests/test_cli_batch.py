@@ -169,6 +169,7 @@ def test_a_terminal_gets_progress_bars(store: Written, tmp_path: Path) -> None:
     os.close(main)
     assert process.returncode == 0, screen
     assert "reading records" in screen
+    assert "/200k" in screen, "the records bar knows its total, so it has an ETA"
     assert "resolving" in screen
     assert "row/s" in screen or "it/s" in screen or "rows/s" in screen
 

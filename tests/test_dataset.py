@@ -154,6 +154,10 @@ def test_a_generated_store_file_to_file(
     assert {stage for stage, _, _ in seen} == {"contexts", "records", "tombstones", "parts"}
     assert seen[-1][0] == "parts"
     assert seen[-1][1] == seen[-1][2]
+    # Rows read come with the input's rows, from the Parquet metadata: a bar has an ETA.
+    last_read = {stage: (done, total) for stage, done, total in seen if stage != "parts"}
+    assert last_read["records"] == (120_000, 120_000)
+    assert last_read["contexts"][0] == last_read["contexts"][1] == summary.contexts
     if parts == 13:
         assert summary.peak_spill_bytes > 0
 
@@ -382,6 +386,29 @@ def test_an_id_repeated_in_another_file_is_named(store_files: Any, tmp_path: Pat
         repeated,
         str(bad_file),
     )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_context_id_repeated_in_another_file_is_named(store_files: Any, tmp_path: Path) -> None:
+    source = sorted(Path(store_files.contexts).iterdir())
+    repeated = pq.read_table(source[0]).column("context_id")[5].as_py()
+    contexts = tmp_path / "contexts"
+    contexts.mkdir()
+    for n, path in enumerate(source):
+        table = pq.read_table(path)
+        if n == 2:
+            table = _with_value(table, "context_id", 400, repeated)
+        pq.write_table(table, contexts / path.name)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(store_files.records, contexts, tmp_path / "out")
+    error = caught.value
+    assert (error.kind, error.field, error.row, error.file) == (
+        mr.ErrorKind.DUPLICATE_ID,
+        "context_id",
+        400,
+        str(contexts / source[2].name),
+    )
+    assert f"row 5 of {contexts / source[0].name}" in str(error)  # where it came first
     assert not (tmp_path / "out").exists()
 
 

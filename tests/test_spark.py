@@ -127,7 +127,7 @@ def test_generated_stores_give_the_rows_of_resolve_batch(
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_seeded_stores_with_shared_conversations(spark: Any, seed: int) -> None:
+def test_seeded_stores_with_owned_and_unowned_conversations(spark: Any, seed: int) -> None:
     store = generate(4_000, seed=seed)
     frames = _frames(spark, store.records, store.contexts, store.tombstones)
     got = mrs.resolve(*frames, include_excluded=True, partitions=5).toArrow()

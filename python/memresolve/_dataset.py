@@ -220,6 +220,7 @@ class _Job:
         with_values = self.options["with_values"]
         self.schemas[source.what] = canonical_schema(source.what, with_values)
         read = 0
+        total = source.total_rows()
         for name, offset, batch in source.batches():
             try:
                 routed = route(batch, offset)
@@ -229,7 +230,7 @@ class _Job:
             if ids is not None:
                 ids.add(routed[2], read)
             read += batch.num_rows
-            self.report(source.what, read)
+            self.report(source.what, read, total)
         if read == 0:  # no rows: its columns are checked all the same
             route(source.empty(), 0)
         return read

@@ -32,7 +32,8 @@ BASELINE_BYTES = 512 * 2**20
 #: The least memory worth resolving parts in, beyond the baseline.
 MIN_BUDGET_BYTES = 64 * 2**20
 #: ``progress(stage, done, total)``: rows read of ``records``, ``contexts``,
-#: ``tombstones``, then parts resolved of ``parts``; ``total`` when known.
+#: ``tombstones`` (``total``: the input's rows, None for an Arrow stream), then parts
+#: resolved of ``parts``.
 Progress = Callable[[str, int, "int | None"], None]
 
 

@@ -93,6 +93,15 @@ class Source:
     def is_files(self) -> bool:
         return self._dataset is not None
 
+    def total_rows(self) -> int | None:
+        """The rows of the input: from the Parquet metadata, or an in-memory table's (None:
+        a stream, not known until it is read)."""
+        if self._dataset is not None:
+            return sum(int(metadata.num_rows) for _, metadata in self._dataset)
+        if self._table is not None:
+            return int(self._table.num_rows)
+        return None
+
     def estimated_bytes(self) -> int | None:
         """The size in Arrow of the columns read, estimated (None: a stream, size unknown).
 
@@ -100,9 +109,9 @@ class Source:
         read as Arrow. (The metadata's "uncompressed" sizes are of Parquet's
         encodings: a dictionary-encoded id column is a fraction of its Arrow size.)
         """
-        if self._dataset is None:
+        rows = self.total_rows() if self._dataset is not None else None
+        if rows is None:
             return None
-        rows: int = sum(metadata.num_rows for _, metadata in self._dataset)
         return math.ceil(rows * self._bytes_per_row())
 
     def _bytes_per_row(self) -> float:
