@@ -7,8 +7,10 @@ Run (from the repository, after ``make setup``), on a store written by the gener
 
 Both run in one Spark session (``local[threads]``, ``--shuffle-partitions``), Parquet in and
 Parquet out, winners only; each is timed from reading to the written output (best of
-``--repeat``), after one warm-up job. The outputs are checked equal (row count and an
-order-independent hash, by DuckDB) before a line is printed.
+``--repeat``), after one warm-up job. Then the same job without Spark, ``memresolve batch``
+(``resolve_dataset``) with the same threads and ``--memory-limit``, timed as a whole process
+(interpreter start included): what Spark's own work costs on one machine. The outputs are
+checked equal (row count and an order-independent hash, by DuckDB) before a line is printed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +48,20 @@ def _plain(spark: Any, store: Path, output: Path) -> None:
     spark.sql(SPARK_SQL.format(observed=observed)).write.parquet(str(output))
 
 
+def _command(threads: int, memory_limit: str) -> Any:
+    """``memresolve batch`` on the store, in a process of its own, as a job of this table."""
+
+    def run(_spark: Any, store: Path, output: Path) -> None:
+        argv = [sys.executable, "-m", "memresolve", "batch", str(store / "records")]
+        argv += [str(store / "contexts"), "--tombstones", str(store / "tombstones")]
+        argv += ["--out", str(output), "--threads", str(threads), "--memory-limit", memory_limit]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"memresolve batch failed ({done.returncode}): {done.stderr}")
+
+    return run
+
+
 def main(argv: list[str] | None = None, spark: Any = None) -> int:
     """Runs the benchmark; in ``spark`` when given (a test's session, left running)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -54,6 +71,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--scratch", type=Path, default=None)
+    parser.add_argument("--memory-limit", default="4GB", help="for memresolve batch")
     arguments = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession  # noqa: PLC0415
@@ -80,7 +98,12 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     print("|---|---|---|")
     digests: dict[str, str] = {}
     with tempfile.TemporaryDirectory(dir=arguments.scratch) as directory:
-        for name, job in (("memresolve.spark", _memresolve), ("plain Spark SQL", _plain)):
+        jobs = (
+            ("memresolve.spark", _memresolve),
+            ("plain Spark SQL", _plain),
+            ("memresolve batch (no Spark)", _command(arguments.threads, arguments.memory_limit)),
+        )
+        for name, job in jobs:
             best = float("inf")
             for attempt in range(arguments.repeat):
                 output = Path(directory) / f"{name}-{attempt}"

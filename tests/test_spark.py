@@ -279,6 +279,7 @@ def test_the_spark_benchmark_runs(
     out = capsys.readouterr().out
     assert "| memresolve.spark |" in out
     assert "| plain Spark SQL |" in out
+    assert "| memresolve batch (no Spark) |" in out
 
 
 def test_columns_of_the_users_own_do_not_meet_the_plans(spark: Any) -> None:
