@@ -55,16 +55,16 @@ def _write_files(directory: Path, table: pa.Table, files: int) -> Path:
     st.integers(1, 9),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_any_number_of_parts_gives_the_rows_of_resolve_batch(
-    store: Store, parts: int, include_excluded: bool, from_files: bool
+    store: Store, parts: int, include_excluded: bool, from_files: bool, with_values: bool
 ) -> None:
     records, contexts, tombstones = arrow_tables(store)
+    options = {"include_excluded": include_excluded, "with_values": with_values}
     expected = {
         backend: by_context(
-            get_batch_resolver(backend)(
-                records, contexts, tombstones=tombstones, include_excluded=include_excluded
-            )
+            get_batch_resolver(backend)(records, contexts, tombstones=tombstones, **options)
         )
         for backend in ("reference", "native")
     }
@@ -82,8 +82,9 @@ def test_any_number_of_parts_gives_the_rows_of_resolve_batch(
             *inputs[:2],
             root / "out",
             tombstones=inputs[2],
-            include_excluded=include_excluded,
             parts=parts,
+            include_excluded=include_excluded,
+            with_values=with_values,
         )
         written = pq.read_table(root / "out") if summary.parts else None
         got = {} if written is None else by_context(written)
