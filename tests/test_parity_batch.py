@@ -707,3 +707,26 @@ def test_a_numpy_bool_is_a_flag() -> None:
         backend: _rows(get_batch_resolver(backend)(R, C, include_excluded=True))
         for backend in BACKENDS
     }
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_contexts_in_any_order_are_answered_in_input_order(seed: int) -> None:
+    """The core resolves contexts not grouped by user owner by owner (for the cache), and
+    must answer them in input order all the same."""
+    from memresolve.testing.batch_store import generate  # noqa: PLC0415
+
+    store = generate(8_000, seed=seed)
+    shuffled = store.contexts.take(np.random.default_rng(seed).permutation(store.contexts.num_rows))
+    assert shuffled.num_rows >= 64  # enough contexts that the core reorders them
+    results = {
+        backend: get_batch_resolver(backend)(
+            store.records, shuffled, tombstones=store.tombstones, include_excluded=True
+        )
+        for backend in BACKENDS
+    }
+    reference_rows = _rows(results["reference"])
+    for rows in map(_rows, results.values()):
+        assert rows == reference_rows
+    order = list(dict.fromkeys(row[0] for row in reference_rows))
+    given_order = [c for c in shuffled.column("context_id").to_pylist() if c in set(order)]
+    assert order == given_order

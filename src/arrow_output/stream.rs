@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use super::{decision_batch, output_schema};
 use crate::arrow_input::Values;
+use crate::batch::owner_order::{in_input_order, owner_order};
 use crate::batch::{
     resolve_chunks, resolve_contexts, DecisionChunk, Store, StoreTombstones, CHUNK,
 };
@@ -41,12 +42,30 @@ impl Decisions<'_, '_> {
     /// # Errors
     /// [`Broken`] for a bug.
     pub fn whole(&self) -> Result<Vec<RecordBatch>, Error> {
-        let chunks = resolve_contexts(
-            self.store,
-            self.contexts,
-            self.tombstones,
-            self.include_excluded,
-        )?;
+        let reordered = (self.contexts.len() >= REORDER_FROM)
+            .then(|| owner_order(self.contexts))
+            .flatten();
+        let chunks = match reordered {
+            None => resolve_contexts(
+                self.store,
+                self.contexts,
+                self.tombstones,
+                self.include_excluded,
+            )?,
+            Some(order) => {
+                let by_owner: Vec<Context<'_>> = order
+                    .iter()
+                    .filter_map(|&at| self.contexts.get(at).copied())
+                    .collect();
+                let resolved = resolve_contexts(
+                    self.store,
+                    &by_owner,
+                    self.tombstones,
+                    self.include_excluded,
+                )?;
+                in_input_order(&resolved, &order, CHUNK)?
+            }
+        };
         let batches: Result<Vec<RecordBatch>, Broken> = if chunks.len() > 1 {
             chunks
                 .par_iter()
@@ -222,6 +241,11 @@ fn window_end(candidates: &[usize], first: usize, rows: usize) -> usize {
 fn most_contexts() -> usize {
     CHUNK * WINDOW_CHUNKS_PER_THREAD * rayon::current_num_threads().max(1)
 }
+
+/// From this many contexts on, a call whose contexts are not grouped by user
+/// resolves them owner by owner ([`owner_order`]); below, the reordering
+/// would cost more than it saves.
+const REORDER_FROM: usize = 64;
 
 /// Chunks of contexts resolved at a time, per thread, when the result is
 /// handed over as it goes, while their rows are few (see [`window_end`]).
@@ -429,6 +453,40 @@ mod tests {
             }
         }
         rows
+    }
+
+    #[test]
+    fn contexts_not_grouped_by_user_are_answered_in_input_order() -> Result<(), Box<dyn StdError>> {
+        // 7 users x 40 contexts, given user after user and then dealt out
+        // round-robin: the second are resolved owner by owner, put back in order.
+        let (set, grouped, grouped_ids) = fan_out(7, 12, 40, 0);
+        let store = Store::from_candidates(&set).map_err(|_| "duplicate id")?;
+        let tombstones = StoreTombstones::default();
+        let dealt: Vec<usize> = (0..40)
+            .flat_map(|n| (0..7).map(move |u| u * 40 + n))
+            .collect();
+        let contexts: Vec<Context<'static>> = dealt.iter().map(|&at| grouped[at]).collect();
+        let ids: Vec<&str> = dealt.iter().map(|&at| grouped_ids[at]).collect();
+        assert!(owner_order(&contexts).is_some() && contexts.len() >= REORDER_FROM);
+        let got =
+            arrow_select_concat(&decisions_of(&store, &tombstones, &contexts, &ids, true).whole()?);
+        let expected = arrow_select_concat(
+            &decisions_of(&store, &tombstones, &grouped, &grouped_ids, true).whole()?,
+        );
+        let by_context = |rows: &[(String, String, i8)]| {
+            let mut map = std::collections::BTreeMap::<String, Vec<(String, i8)>>::new();
+            for (context, record, code) in rows {
+                map.entry(context.clone())
+                    .or_default()
+                    .push((record.clone(), *code));
+            }
+            map
+        };
+        assert_eq!(by_context(&got), by_context(&expected));
+        let mut order: Vec<&str> = got.iter().map(|(context, _, _)| context.as_str()).collect();
+        order.dedup();
+        assert_eq!(order, ids);
+        Ok(())
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 pub mod ids;
 pub mod intern;
+pub mod owner_order;
 
 use std::cmp::Ordering;
 use std::ops::Range;
