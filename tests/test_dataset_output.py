@@ -44,6 +44,43 @@ def test_long_rows_are_written_in_row_groups_of_bounded_bytes(
     assert pq.read_table(path).equals(table)
 
 
+def test_long_rows_after_short_ones_make_smaller_groups_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One user's winners with long values at the end of a piece: groups cut by the
+    # table's average row held the whole 5 MB tail in one group of a 1 MiB cap.
+    monkeypatch.setattr(_dataset_output, "ROW_GROUP_BYTES", 1 << 20)
+    short = pa.table(
+        {
+            "context_id": [f"c{row}" for row in range(2_000)],
+            "value": pa.nulls(2_000, pa.string()),
+        }
+    )
+    long = _long_texts(100, 50_000).select(["context_id", "value"])
+    table = pa.concat_tables([short, long])
+    path = tmp_path / "skewed.parquet"
+    write_parquet(table, path)
+    metadata = pq.ParquetFile(path).metadata
+    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    assert sum(group.num_rows for group in groups) == table.num_rows
+    for group in groups:
+        assert group.num_rows == 1 or group.total_byte_size <= (1 << 20) + 50_100
+    assert pq.read_table(path).equals(table)
+
+
+def test_a_row_longer_than_a_group_is_a_group_and_counted_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_dataset_output, "ROW_GROUP_BYTES", 1 << 16)
+    table = _long_texts(3, 300_000)
+    path = tmp_path / "huge.parquet"
+    write_parquet(table, path)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    assert pq.read_table(path).equals(table)
+    # Its encoded copy is as big as the row, not as a group.
+    assert encoding_bytes(table) >= 2 * 300_000
+
+
 def test_short_rows_keep_parquets_rows_per_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,12 +137,12 @@ def test_the_writer_counts_a_table_with_its_encoding_until_it_is_written(
 def test_a_table_waits_while_the_one_being_written_and_its_encoding_fill_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    release = threading.Event()
+    releases = [threading.Event(), threading.Event()]
     real_write = _dataset_output._write_parquet
     written: list[str] = []
 
     def held_write(table: Any, path: Path) -> None:
-        release.wait(timeout=30)
+        releases[len(written)].wait(timeout=30)
         real_write(table, path)
         written.append(path.name)
 
@@ -115,13 +152,15 @@ def test_a_table_waits_while_the_one_being_written_and_its_encoding_fill_the_bud
     writer = OutputWriter(tmp_path, budget=3 * table.nbytes)
     try:
         writer.write(table)
-        timer = threading.Timer(0.2, release.set)
+        timer = threading.Timer(0.2, releases[0].set)
         timer.start()
         writer.write(table)  # waits for the first write: four times nbytes would not fit
-        assert written == ["part-00000.parquet"]
+        assert written == ["part-00000.parquet"]  # the second is held until released
+        releases[1].set()
         writer.wait()
         timer.join()
     finally:
-        release.set()
+        for release in releases:
+            release.set()
         writer.stop()
     assert written == ["part-00000.parquet", "part-00001.parquet"]

@@ -136,6 +136,7 @@ def test_a_sink_that_cannot_be_called_is_refused(backend: str) -> None:
         (0, mr.ErrorKind.OUT_OF_RANGE),
         (-1, mr.ErrorKind.OUT_OF_RANGE),
         (-(2**70), mr.ErrorKind.OUT_OF_RANGE),
+        pytest.param(-(10**5000), mr.ErrorKind.OUT_OF_RANGE, id="5001-digits"),
     ],
 )
 def test_a_piece_size_that_is_not_a_positive_int_is_refused(

@@ -331,7 +331,7 @@ def _byte_count(value: object) -> int:
         )
     if value < 1:
         raise InvalidInputError(
-            f"max_bytes: must be at least 1, got {value}",
+            "max_bytes: must be 1 or more",  # not echoed: a huge int cannot be printed
             kind=ErrorKind.OUT_OF_RANGE,
             field="max_bytes",
         )
