@@ -45,6 +45,7 @@ from memresolve._job_limits import (
     shown_bytes,
 )
 from memresolve._part_cost import part_cost
+from memresolve._part_order import by_owner
 from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
@@ -272,7 +273,7 @@ class _Job:
         )
         return (
             parts.records.table(part, self.schemas["records"]),
-            parts.contexts.table(part, self.schemas["contexts"]),
+            by_owner(parts.contexts.table(part, self.schemas["contexts"])),
             tombstones,
         )
 
