@@ -7,13 +7,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-
-from memresolve import _dataset_output  # noqa: E402
-from memresolve._dataset_output import OutputWriter, encoding_bytes, write_parquet  # noqa: E402
+from memresolve import _dataset_output
+from memresolve._dataset_output import OutputWriter, encoding_bytes, write_parquet
 
 
 def _long_texts(rows: int, size: int) -> Any:
@@ -27,6 +26,12 @@ def _long_texts(rows: int, size: int) -> Any:
     )
 
 
+def _row_groups(path: Path) -> list[Any]:
+    """The row groups' metadata of the Parquet file at ``path``."""
+    metadata = pq.ParquetFile(path).metadata
+    return [metadata.row_group(group) for group in range(metadata.num_row_groups)]
+
+
 def test_long_rows_are_written_in_row_groups_of_bounded_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -36,11 +41,11 @@ def test_long_rows_are_written_in_row_groups_of_bounded_bytes(
     table = _long_texts(200, 50_000)
     path = tmp_path / "long.parquet"
     write_parquet(table, path, ["context_id"])
-    metadata = pq.ParquetFile(path).metadata
-    assert metadata.num_row_groups >= table.nbytes // (1 << 20)
-    for group in range(metadata.num_row_groups):
-        assert metadata.row_group(group).total_byte_size <= (1 << 20) + 50_100
-        assert metadata.row_group(group).column(2).compression == "ZSTD"
+    groups = _row_groups(path)
+    assert len(groups) >= table.nbytes // (1 << 20)
+    for group in groups:
+        assert group.total_byte_size <= (1 << 20) + 50_100
+        assert group.column(2).compression == "ZSTD"
     assert pq.read_table(path).equals(table)
 
 
@@ -60,8 +65,7 @@ def test_long_rows_after_short_ones_make_smaller_groups_there(
     table = pa.concat_tables([short, long])
     path = tmp_path / "skewed.parquet"
     write_parquet(table, path)
-    metadata = pq.ParquetFile(path).metadata
-    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    groups = _row_groups(path)
     assert sum(group.num_rows for group in groups) == table.num_rows
     for group in groups:
         assert group.num_rows == 1 or group.total_byte_size <= (1 << 20) + 50_100
@@ -75,7 +79,7 @@ def test_a_row_longer_than_a_group_is_a_group_and_counted_whole(
     table = _long_texts(3, 300_000)
     path = tmp_path / "huge.parquet"
     write_parquet(table, path)
-    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    assert len(_row_groups(path)) == 3
     assert pq.read_table(path).equals(table)
     # Its encoded copy is as big as the row, not as a group.
     assert encoding_bytes(table) >= 2 * 300_000
@@ -88,8 +92,7 @@ def test_short_rows_keep_parquets_rows_per_group(
     table = pa.table({"context_id": ["c1"] * 4_500, "record_id": ["r"] * 4_500})
     path = tmp_path / "short.parquet"
     write_parquet(table, path)
-    metadata = pq.ParquetFile(path).metadata
-    assert [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)] == [
+    assert [group.num_rows for group in _row_groups(path)] == [
         1_000,
         1_000,
         1_000,

@@ -48,13 +48,14 @@ class OutputWriter:
     def write(self, table: Any, reserved: int = 0) -> None:
         """Writes ``table`` as the next file, on the writer thread."""
         self._reap()
+        # Counted once: past a row group, encoding_bytes scans the table's text columns.
+        held = int(table.nbytes) + encoding_bytes(table)
         while self._writing and (
             len(self._writing) >= self.IN_FLIGHT
-            or reserved + self.writing_bytes() + table.nbytes + encoding_bytes(table) > self.budget
+            or reserved + self.writing_bytes() + held > self.budget
         ):
             self._wait_oldest()
         path = self.directory / f"part-{self.written:05d}.parquet"
-        held = int(table.nbytes) + encoding_bytes(table)
         self._writing.append((held, self._thread.submit(_write_parquet, table, path)))
         self.written += 1
 
