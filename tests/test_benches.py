@@ -43,3 +43,20 @@ def test_the_normalisation_benchmark_runs() -> None:
     assert [line.split(" | ")[1] for line in table] == ["memresolve", "polars", "duckdb"]
     assert len({line.split(" | ")[-1] for line in table}) == 1  # the same number of rows
     assert "reach at 20,000" in done.stdout
+
+
+def test_the_erasure_benchmark_runs(tmp_path: Path) -> None:
+    store = tmp_path / "store.db"
+    done = subprocess.run(
+        [
+            *(sys.executable, str(BENCHES / "bench_erasure.py"), "--records", "5000"),
+            *("--forgets", "5", "--erasures", "1", "--keep", str(store)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "forget: median" in done.stdout
+    assert "compaction median" in done.stdout

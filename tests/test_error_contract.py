@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -121,6 +122,7 @@ def _valid(function: str, parameter: inspect.Parameter, scratch: Path) -> object
         "tombstones": [TOMBSTONE],
         "now": T,
         "at": T,
+        "forgotten_at": T,
         "key": "k",
         "scope": mr.UserScope("u"),
         "record": RECORD,
@@ -346,3 +348,139 @@ def test_invalid_utf8_is_malformed_naming_the_column_everywhere(column: str, raw
         with pytest.raises(mr.InvalidInputError) as caught:
             call()
         assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.MALFORMED, column)
+
+
+# File-backed stores: damaged, locked, closed, full -----------------------------------------
+
+
+def _store_methods(store: mr.MemoryStore) -> list[tuple[str, Callable[..., Any]]]:
+    """Every public method of a store (its asyncio twins included), but ``close``."""
+    return [
+        (name, getattr(store, name))
+        for name in dir(mr.MemoryStore)
+        if not name.startswith("_") and name != "close" and callable(getattr(store, name))
+    ]
+
+
+def _walk_store(store: mr.MemoryStore, scratch: Path) -> dict[str, str]:
+    """Calls every public method with valid arguments; returns what raised outside the
+    contract (``MemresolveError``, ``OSError``), by method."""
+    escapes: dict[str, str] = {}
+    for name, method in _store_methods(store):
+        parameters = inspect.signature(method).parameters.values()
+        kwargs = {p.name: _valid(name.lstrip("a"), p, scratch) for p in parameters}
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if "contexts" in kwargs:
+            kwargs["contexts"] = mr.contexts_to_arrow([("c1", CONTEXT)])
+        try:
+            result = method(**kwargs)
+            if inspect.iscoroutine(result):
+                asyncio.run(result)
+            elif inspect.isgenerator(result):
+                list(result)
+        except (mr.MemresolveError, OSError):
+            pass
+        except Exception as exc:
+            escapes[name] = f"{type(exc).__name__}: {exc}"
+    return escapes
+
+
+def _a_store_file(path: Path) -> None:
+    with mr.MemoryStore(path) as store:
+        store.add([RECORD, *(RECORD.corrected(f"v{n}", at=T, id=f"m{n + 2}") for n in range(50))])
+
+
+def test_no_store_call_raises_outside_the_contract_on_a_bad_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memresolve import _store_file  # noqa: PLC0415 - its busy timeout, made short
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_store_file, "BUSY_SECONDS", 0.2)
+    # Damaged under an open store: every b-tree page's header broken.
+    damaged = tmp_path / "damaged.db"
+    _a_store_file(damaged)
+    store = mr.MemoryStore(damaged)
+    data = bytearray(damaged.read_bytes())
+    for start in range(4096, len(data), 4096):
+        data[start] = 0x42
+    damaged.write_bytes(bytes(data))
+    assert _walk_store(store, tmp_path) == {}
+    # Locked by another process's long write.
+    locked = tmp_path / "locked.db"
+    _a_store_file(locked)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None);"
+            " c.execute('BEGIN IMMEDIATE'); c.execute('UPDATE erasures SET wiped = wiped');"
+            " print('holding', flush=True); time.sleep(600)",
+            str(locked),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "holding"
+        store = mr.MemoryStore(locked)
+        assert _walk_store(store, tmp_path) == {}
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    store.close()
+    # Closed.
+    closed = mr.MemoryStore(tmp_path / "closed.db")
+    closed.close()
+    assert _walk_store(closed, tmp_path) == {}
+
+
+def test_no_store_call_raises_outside_the_contract_on_a_full_disk() -> None:
+    from test_store_contract import on_a_small_file_system  # noqa: PLC0415
+
+    done = on_a_small_file_system(
+        """
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, "tests")
+        import memresolve as mr
+        from test_error_contract import RECORD, T, _walk_store
+
+        store = mr.MemoryStore("/mnt/small/m.db")
+        try:
+            for n in range(10_000):
+                store.add([RECORD.corrected("x" * 20_000, at=T, id=f"f{n}")])
+        except OSError:
+            pass
+        print("escapes", _walk_store(store, Path("/mnt/small")))
+        """,
+        size="600k",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "escapes {}" in done.stdout, done.stdout
+
+
+def test_a_call_of_the_wrong_shape_is_a_type_error_naming_only_public_names() -> None:
+    """A wrong keyword or a missing argument is Python's ``TypeError``, as in any library
+    (docs/errors.md); its message names the public callable, never a private class."""
+    named: dict[str, str] = {}
+    for name, function in _public_callables():
+        try:
+            result = function(memresolve_no_such_argument=1)
+            if inspect.iscoroutine(result):
+                result.close()
+        except TypeError as exc:
+            named[name] = str(exc)
+        except Exception:
+            continue
+    assert len(named) > 50
+    # A private class before a method's name (``_RecordMethods.corrected()``).
+    private = {
+        name: message
+        for name, message in named.items()
+        if re.search(r"(?<![\w.])_[A-Za-z]\w*\.", message)
+    }
+    assert private == {}

@@ -4,6 +4,7 @@ promises beyond resolution (retries, erasure, atomic writes, files, threads, cra
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import sqlite3
@@ -830,13 +831,13 @@ def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates
     erased records), is for many new records, and always resolves as the reference."""
     store = mr.MemoryStore(tmp_path / "m.db" if path else None)
     prepared: list[int] = []
-    real_prepare = store._cache._prepare
+    real_prepare = store._core.cache._prepare
 
     def counting(records: Any, tombstones: Any) -> Any:
         prepared.append(len(records))
         return real_prepare(records, tombstones)
 
-    monkeypatch.setattr(store._cache, "_prepare", counting)
+    monkeypatch.setattr(store._core.cache, "_prepare", counting)
     other = mr.RetrievalContext(now=_t(30), user_id="u2", character_id="c1", conversation_id="k2")
     store.add([_record("seed")])
     for context in (CONTEXT, other):
@@ -863,7 +864,7 @@ def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates
             erased = store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25))
             assert erased
             # The ready candidates hold the erased records, never their text.
-            ready = {r.id: r for r in store._cache.candidates(CONTEXT).records}
+            ready = {r.id: r for r in store._core.cache.candidates(CONTEXT).records}
             for record_id in erased:
                 assert ready[record_id] == store.get(record_id)
                 assert ready[record_id].value != _record(record_id).value
@@ -888,13 +889,13 @@ def test_an_erasure_and_normalize_prepare_again_only_the_contexts_they_change(
     the reference does over what the store holds."""
     store = mr.MemoryStore(tmp_path / "m.db" if path else None)
     prepared: list[str] = []
-    real_prepare = store._cache._prepare
+    real_prepare = store._core.cache._prepare
 
     def counting(records: Any, tombstones: Any) -> Any:
         prepared.append(",".join(sorted({scope_id(r.scope) for r in records})))
         return real_prepare(records, tombstones)
 
-    monkeypatch.setattr(store._cache, "_prepare", counting)
+    monkeypatch.setattr(store._core.cache, "_prepare", counting)
     # u1 and u2 share conversation k1 (unowned); u3 is alone in k3.
     contexts = {
         user: mr.RetrievalContext(
@@ -946,7 +947,9 @@ class _CommitRolledBack:
     def execute(self, sql: str, *arguments: Any) -> Any:
         if self.fail and sql == "COMMIT":
             self.connection.execute("ROLLBACK")
-            raise sqlite3.OperationalError("database or disk is full")
+            error = sqlite3.OperationalError("database or disk is full")
+            error.sqlite_errorcode = 13  # SQLITE_FULL
+            raise error
         return self.connection.execute(sql, *arguments)
 
     def __getattr__(self, name: str) -> Any:
@@ -964,16 +967,17 @@ def test_a_write_whose_commit_sqlite_rolls_back_leaves_the_store_as_it_was(
     store.add([_record("m1", "Rex", valid_from=_t(1)), _record("m2", "Ada", key="name")])
     before = store.resolve(CONTEXT)
     assert [r.value for r in before.active] == ["Ada", "Rex"]
-    failing = _CommitRolledBack(store._connection)
-    store._connection = failing  # type: ignore[assignment]
+    failing = _CommitRolledBack(store._core.file.connection)
+    store._core.file.connection = failing  # type: ignore[assignment]
     writes: dict[str, Callable[[], object]] = {
         "add": lambda: store.add([_record("m3", valid_from=_t(2), supersedes="m1")]),
         "forget": lambda: store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(20)),
         "forget_everywhere": lambda: store.forget_everywhere("pet.name", CONTEXT, at=_t(20)),
     }
     failing.fail = True
-    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+    with pytest.raises(OSError, match="disk is full") as raised:
         writes[write]()
+    assert raised.value.errno == errno.ENOSPC  # as any file says it, not sqlite3's own error
     failing.fail = False
     assert sorted((r.id, r.value) for r in store.records()) == [("m1", "Rex"), ("m2", "Ada")]
     assert store.tombstones() == ()

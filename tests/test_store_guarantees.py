@@ -23,7 +23,8 @@ import pytest
 from test_store import CONTEXT, _file_bytes, _record, _t
 
 import memresolve as mr
-from memresolve import _store
+from memresolve import _store_core
+from memresolve import _store_migrations as migrations
 from memresolve import _store_schema as schema
 
 CANARY = "CANARY-51c2-private"
@@ -44,7 +45,7 @@ def _open_read(path: Path, *, any_thread: bool = False) -> sqlite3.Connection:
 def test_an_erasure_an_open_read_holds_back_warns_and_is_wiped_when_the_read_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(_store_core, "WIPE_WAIT_SECONDS", 0.05)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY)])
     reader = _open_read(tmp_path / "m.db")
@@ -58,11 +59,11 @@ def test_an_erasure_an_open_read_holds_back_warns_and_is_wiped_when_the_read_end
     assert store.wipe() is False
     # A plain write retries the wipe without waiting for the read (which would stall it
     # for the whole wait, under the store's lock).
-    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 30.0)
+    monkeypatch.setattr(_store_core, "WIPE_WAIT_SECONDS", 30.0)
     started = time.monotonic()
     assert store.add([_record("m3", key="trip")]) == 1
     assert time.monotonic() - started < 10
-    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(_store_core, "WIPE_WAIT_SECONDS", 0.05)
     reader.execute("COMMIT")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -76,7 +77,7 @@ def test_an_erasure_an_open_read_holds_back_warns_and_is_wiped_when_the_read_end
 def test_closing_wipes_what_a_read_held_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(_store_core, "WIPE_WAIT_SECONDS", 0.05)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY, scope=mr.UserScope("u9"))])
     reader = _open_read(tmp_path / "m.db")
@@ -94,7 +95,7 @@ def test_closing_wipes_what_a_read_held_back(
 def test_a_store_closed_while_a_read_holds_erased_text_says_how_to_wipe_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_store, "WIPE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(_store_core, "WIPE_WAIT_SECONDS", 0.05)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([_record("m1", CANARY)])
     reader = _open_read(tmp_path / "m.db")
@@ -104,7 +105,7 @@ def test_a_store_closed_while_a_read_holds_erased_text_says_how_to_wipe_it(
     with pytest.warns(mr.ErasureDelayedWarning, match="open it again and call wipe") as warned:
         store.close()
     assert warned[0].filename == __file__
-    with pytest.raises(sqlite3.ProgrammingError):
+    with pytest.raises(mr.StoreClosedError):
         store.resolve(CONTEXT)  # closed, even though the wipe could not finish
     reader.execute("COMMIT")
     reader.close()
@@ -149,22 +150,37 @@ def test_an_erased_record_keeps_no_hash_of_its_text(tmp_path: Path) -> None:
     assert CANARY.encode() not in raw
 
 
-def test_a_version_1_file_is_migrated_and_its_erased_hashes_replaced(tmp_path: Path) -> None:
-    path = tmp_path / "v1.db"
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_is_migrated_compacted_and_its_erased_hashes_replaced(
+    tmp_path: Path, version: int
+) -> None:
+    """A file of schema version 1 or 2 (text beside every other field, in one table) is
+    taken to version 3 (text in ``record_text``), and compacted at once: the pages the
+    migration freed held the old rows, and version 1 kept an erased record's text hash."""
+    path = tmp_path / "old.db"
     connection = sqlite3.connect(path, isolation_level=None)
-    schema.MIGRATIONS[0](connection)
+    migrations.create_version_1(connection)
     kept = schema.record_row(_record("kept", "Harbor"))
     erased = schema.record_row(_record("gone", CANARY, key="home"))
     text_hash = erased["content_hash"]
-    # What version 1 wrote for a forgotten record: the text gone, its hash kept.
+    # What versions 1 and 2 wrote for a forgotten record: the text gone, a hash kept
+    # (of the text in version 1, of the public fields in version 2).
     erased.update(value="", source_message_ids="[]", erased=1)
-    columns = schema.RECORD_COLUMNS
+    if version == 2:
+        erased["content_hash"] = schema.erased_hash(erased)
+    # What a record forgotten under version 2 left: its text in a page the deletion of its
+    # old cell did not clear (a stale copy, as page rebuilds leave them).
+    stale = schema.record_row(_record("stale", CANARY + "-stale", key="trip"))
+    columns = migrations.VERSION_2_RECORD_COLUMNS
     connection.executemany(
         f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
-        [[row[c] for c in columns] for row in (kept, erased)],
+        [[row[c] for c in columns] for row in (kept, erased, stale)],
     )
-    connection.execute("PRAGMA user_version = 1")
+    connection.execute("PRAGMA secure_delete = OFF")  # Debian's SQLite has it on by default
+    connection.execute("DELETE FROM records WHERE id = 'stale'")
+    connection.execute(f"PRAGMA user_version = {version}")
     connection.close()
+    assert (CANARY + "-stale").encode() in _file_bytes(tmp_path)
     # Open throughout, having read in write-ahead-log mode: the stores that close are
     # then not the file's last connection, and SQLite does not checkpoint for them.
     idle = sqlite3.connect(path, isolation_level=None)
@@ -176,15 +192,22 @@ def test_a_version_1_file_is_migrated_and_its_erased_hashes_replaced(tmp_path: P
     assert [child.wait(timeout=60) for child in children] == [0, 0, 0]
 
     store = mr.MemoryStore(path)
-    hashes = dict(store._connection.execute("SELECT id, content_hash FROM records").fetchall())
+    hashes = dict(
+        store._core.file.connection.execute(
+            "SELECT records.id, content_hash FROM records JOIN record_text USING (row)"
+        ).fetchall()
+    )
     assert hashes == {"kept": kept["content_hash"], "gone": schema.erased_hash(erased)}
-    assert store._connection.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store._core.file.connection.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert store.get("kept") == _record("kept", "Harbor")
     assert store.add([_record("gone", CANARY, key="home"), _record("kept", "Harbor")]) == 0
     with pytest.raises(mr.InvalidInputError):
         store.add([_record("gone", CANARY, key="elsewhere")])
     with pytest.raises(mr.InvalidInputError):
         store.add([_record("kept", "Marlowe")])
-    assert text_hash not in _file_bytes(tmp_path)
+    raw = _file_bytes(tmp_path)
+    assert text_hash not in raw
+    assert CANARY.encode() not in raw  # the stale copy too: the migration compacted
     store.close()
     idle.close()
 

@@ -61,7 +61,7 @@ from memresolve._scopes import (
     scope_from_id,
     scope_id,
 )
-from memresolve._store import ErasedUser, MemoryStore
+from memresolve._store import ArrowExport, ErasedUser, MemoryStore
 from memresolve._types import (
     RESOLVER_VERSION,
     Authority,
@@ -80,10 +80,15 @@ from memresolve.errors import (
     InvalidInputError,
     MemoryLimitError,
     MemresolveError,
+    StoreBusyError,
+    StoreClosedError,
+    StoreDamagedError,
+    StoreError,
 )
 
 __all__ = [
     "RESOLVER_VERSION",
+    "ArrowExport",
     "Authority",
     "BackendUnavailableError",
     "Certainty",
@@ -116,6 +121,10 @@ __all__ = [
     "ScopeKind",
     "Status",
     "StatusChange",
+    "StoreBusyError",
+    "StoreClosedError",
+    "StoreDamagedError",
+    "StoreError",
     "Trace",
     "UserScope",
     "__version__",

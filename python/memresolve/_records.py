@@ -440,6 +440,13 @@ def _pure_python_twin() -> type[MemoryRecord]:
     return twin
 
 
+# The shared methods are the public class's: a call of the wrong shape (Python's
+# TypeError) names ``MemoryRecord.corrected()``, never the private class they live in.
+for _name, _member in vars(_RecordMethods).items():
+    _function = getattr(_member, "__func__", _member)
+    if callable(_function) and hasattr(_function, "__qualname__") and not _name.startswith("__"):
+        _function.__qualname__ = f"MemoryRecord.{_name}"
+
 PurePythonMemoryRecord = _pure_python_twin()
 for _class in {MemoryRecord, PurePythonMemoryRecord}:
     _class.__signature__ = _signature()  # type: ignore[attr-defined]

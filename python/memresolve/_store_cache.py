@@ -128,10 +128,15 @@ class StoreCache:
             if scope in scopes:
                 self._turns[key] = (ready.forgotten(told, erased_now), scopes)
 
+    def ready(self, context: RetrievalContext) -> Prepared | None:
+        """The candidates of ``context`` if they are held ready, else None (nothing read)."""
+        turn = self._turns.get(_turn_key(context))
+        return None if turn is None else turn[0]
+
     def candidates(self, context: RetrievalContext) -> Prepared:
         """The records and tombstones of the scopes ``context`` sees, checked by the
         backend once (and grown by the records added to them since)."""
-        key = (context.user_id, context.character_id, context.conversation_id, context.scene_id)
+        key = _turn_key(context)
         turn = self._turns.get(key)
         if turn is not None:
             return turn[0]
@@ -163,3 +168,7 @@ class StoreCache:
                         del self._scopes[old]
             self._scopes.update(self._load(missing))
         return [self._scopes[scope] for scope in wanted]
+
+
+def _turn_key(context: RetrievalContext) -> _TurnKey:
+    return (context.user_id, context.character_id, context.conversation_id, context.scene_id)

@@ -12,23 +12,32 @@ from typing import Final
 
 from memresolve.errors import ErasureDelayedWarning
 
-__all__ = ["outside_the_package", "warn_delayed"]
+__all__ = ["UNCOMPACTED", "outside_the_package", "warn_delayed"]
 
 #: The package's directory: a warning names the first caller outside it.
 _PACKAGE: Final = os.path.dirname(os.path.abspath(__file__))
 
 
-def warn_delayed(*, closing: bool) -> None:
-    why = (
-        "another connection (an open read of an older snapshot, or a write in progress) "
-        "keeps the erased text in the file"
-    )
+#: Why a store closes with erasures unfinished when only a compaction is left.
+UNCOMPACTED: Final = (
+    "an erase_user's compaction did not finish (the process stopped, or another "
+    "connection held the write lock)"
+)
+
+
+def warn_delayed(why: str, *, closing: bool) -> None:
+    """Warns, at the caller's line, that what an erasure erased is still in the store's
+    files, and ``why``."""
     if closing:
-        message = f"store: closed while {why}; open it again and call wipe() once that ends"
+        message = (
+            f"store: closed with erased data still in its files: {why}; open it again "
+            "and call wipe() (any later open also retries the wipe)"
+        )
     else:
         message = (
-            f"store: the erasure is committed, but {why}; the store wipes it at its next "
-            "write, wipe() or close() once that ends"
+            f"store: the erasure is committed, but erased data is still in the store's "
+            f"files: {why}; the store finishes it in the background, at its next write, "
+            "wipe() or close()"
         )
     warnings.warn(message, ErasureDelayedWarning, stacklevel=outside_the_package())
 

@@ -1,17 +1,26 @@
-"""The SQLite schema of ``MemoryStore``: tables, migrations, and records to rows and back.
+"""The SQLite schema of ``MemoryStore``: tables, the registry of private columns, and
+records to rows and back.
 
-One table per kind of fact: ``records`` (one row per record, the scope flattened into
-the columns of the batch form, ``docs/spec.md`` §4.1, instants as integer microseconds
-since the epoch, §1.6) and ``tombstones``. Each row also keeps its scope id
-(``scope_id``, §1.2), which is what a retrieval looks rows up by, and each record the
-hash of its content as first added, which is what makes a retried ``add`` a no-op
-even after a forget erased the record's text. An erased record keeps a hash of its
-public fields only (``erased_hash``): a hash over the erased text would let anyone who
-holds the file confirm a guess of that text.
+Private text lives apart from everything else. ``record_text`` holds each record's
+``value``, ``source_message_ids`` and content hash, one row per record, keyed by the
+record's ``row``; nothing else of the record is in it. ``records`` holds the record's
+other fields (the scope flattened into the columns of the batch form, ``docs/spec.md``
+§4.1, instants as integer microseconds since the epoch, §1.6), its scope id (what a
+retrieval looks rows up by) and whether its text was erased; ``tombstones`` the
+forget tombstones.
 
-The schema version is SQLite's ``user_version``; ``MIGRATIONS[n]`` takes a file from
-version ``n`` to ``n + 1``. A file written by a newer memresolve is refused, never
-guessed at.
+Why the split: SQLite rebuilds a b-tree page from its end when it rebalances it (a
+page splits as its cells grow, or merges as rows are deleted) and leaves the bytes of
+the old cells in the gap it does not reuse; ``secure_delete`` zeroes only a cell it
+frees. Text in a table whose pages are ever rebalanced can survive its erasure there,
+out of SQLite's reach. ``record_text`` is never rebalanced: its rows are appended in
+``row`` order (an append to an integer-keyed table adds a page, it never rebuilds one),
+never resized (an erasure overwrites a row in place with zero bytes of the same
+length, which SQLite writes over the old cell), and deleted only by ``erase_user``,
+whose compaction (a ``VACUUM``) then rewrites the whole file. See ``docs/store.md``.
+
+The schema version is SQLite's ``user_version``; ``_store_migrations`` takes a file to
+``SCHEMA_VERSION``. A file written by a newer memresolve is refused, never guessed at.
 """
 
 from __future__ import annotations
@@ -19,7 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
+from enum import Enum
 from typing import Any, Final
 
 from memresolve import _backend
@@ -29,12 +39,17 @@ from memresolve._rows import ROW_FIELDS, scope_columns, scope_from_columns, to_r
 from memresolve._scopes import scope_id
 from memresolve._types import ID_COLUMNS
 from memresolve._validate import Subject, from_micros, to_micros
+from memresolve.errors import ErrorKind
 
 __all__ = [
-    "MIGRATIONS",
+    "PRIVATE_COLUMNS",
     "RECORD_COLUMNS",
     "SCHEMA_VERSION",
+    "SELECT_RECORDS",
+    "TABLES",
+    "TEXT_COLUMNS",
     "TOMBSTONE_COLUMNS",
+    "Private",
     "content_hash",
     "erased_hash",
     "python_record_row",
@@ -44,15 +59,23 @@ __all__ = [
     "tombstone_row",
 ]
 
+SCHEMA_VERSION: Final = 3
+
 _INSTANTS: Final = ("valid_from", "valid_until", "observed_at")
 #: The native record storage and its row builder, when the compiled core is in use.
 _NATIVE_ROW: Final = (
     None if _backend.NATIVE is None else (_backend.NATIVE.RecordCore, _backend.NATIVE.store_row)
 )
 
-#: The columns of ``records``, in insertion order: the record's row fields, its scope
-#: id, the content hash, and whether its text was erased.
-RECORD_COLUMNS: Final = (*ROW_FIELDS, "scope_id", "content_hash", "erased")
+#: What the store keeps of a record's private text, in ``record_text``.
+TEXT_COLUMNS: Final = ("value", "source_message_ids", "content_hash")
+#: The columns of ``records``, in insertion order: the record's row fields but its
+#: private text, its scope id, and whether its text was erased (besides ``row``).
+RECORD_COLUMNS: Final = (
+    *(name for name in ROW_FIELDS if name not in TEXT_COLUMNS),
+    "scope_id",
+    "erased",
+)
 #: The columns of ``tombstones``, in insertion order.
 TOMBSTONE_COLUMNS: Final = (
     "key",
@@ -63,11 +86,14 @@ TOMBSTONE_COLUMNS: Final = (
     "blocks_sources_before",
 )
 
-_VERSION_1: Final = """
+#: The tables of the current schema, as created. ``records.row`` is an explicit
+#: INTEGER PRIMARY KEY so that ``VACUUM`` keeps it: it names the record's
+#: ``record_text`` row.
+TABLES: Final = """
 CREATE TABLE records (
-    id TEXT PRIMARY KEY NOT NULL,
+    row INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     key TEXT NOT NULL,
-    value TEXT NOT NULL,
     scope_kind TEXT NOT NULL,
     user_id TEXT,
     character_id TEXT,
@@ -78,16 +104,20 @@ CREATE TABLE records (
     confidence REAL NOT NULL,
     valid_from INTEGER NOT NULL,
     valid_until INTEGER,
-    source_message_ids TEXT NOT NULL,
     supersedes TEXT,
     version INTEGER NOT NULL,
     observed_at INTEGER,
     scope_id TEXT NOT NULL,
-    content_hash BLOB NOT NULL,
-    erased INTEGER NOT NULL DEFAULT 0
+    erased INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX records_by_scope ON records (scope_id, key);
 CREATE INDEX records_by_user ON records (user_id);
+CREATE TABLE record_text (
+    row INTEGER PRIMARY KEY,
+    value BLOB NOT NULL,
+    source_message_ids BLOB NOT NULL,
+    content_hash BLOB NOT NULL
+) STRICT;
 CREATE TABLE tombstones (
     key TEXT NOT NULL,
     scope_kind TEXT NOT NULL,
@@ -101,32 +131,59 @@ CREATE TABLE tombstones (
     PRIMARY KEY (scope_id, key, forgotten_at, blocks_sources_before)
 ) STRICT;
 CREATE INDEX tombstones_by_user ON tombstones (user_id);
+CREATE TABLE erasures (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    committed INTEGER NOT NULL,
+    wiped INTEGER NOT NULL,
+    deleting INTEGER NOT NULL,
+    compacted INTEGER NOT NULL
+) STRICT;
+INSERT INTO erasures VALUES (1, 0, 0, 0, 0);
 """
 
-
-def _create_version_1(connection: sqlite3.Connection) -> None:
-    for statement in _VERSION_1.split(";"):
-        if statement.strip():
-            connection.execute(statement)
-
-
-def _hash_erased_records_publicly(connection: sqlite3.Connection) -> None:
-    """Version 2: an erased record's hash no longer covers its erased text."""
-    cursor = connection.execute("SELECT * FROM records WHERE erased = 1")
-    names = [column[0] for column in cursor.description]
-    rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-    connection.executemany(
-        "UPDATE records SET content_hash = ? WHERE id = ?",
-        [(erased_hash(row), row["id"]) for row in rows],
-    )
-
-
-#: ``MIGRATIONS[n]`` takes a file from schema version ``n`` to ``n + 1``.
-MIGRATIONS: Final[Sequence[Callable[[sqlite3.Connection], None]]] = (
-    _create_version_1,
-    _hash_erased_records_publicly,
+#: A record's row with its text: what every read of records selects.
+SELECT_RECORDS: Final = (
+    "SELECT records.*, record_text.value, record_text.source_message_ids "
+    "FROM records JOIN record_text ON record_text.row = records.row"
 )
-SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+class Private(Enum):
+    """What a registered column holds."""
+
+    TEXT = "text"
+    """A user's private text, or a hash of it: gone from every file once erased."""
+    IDENTIFYING = "identifying"
+    """Names a user or one of its records: gone from every file once ``erase_user``
+    (and its compaction) has deleted the row."""
+
+
+#: Every column of the store that holds private text or identifies a user, by table.
+#: One list, read by the residue tests (``tests/test_store_residue.py``): a later
+#: feature that stores private or identifying data (metadata, message hashes, change
+#: feeds, logs) registers its columns here, and the tests then plant canaries in them
+#: and scan every byte of every file of the store for them after each erasure.
+PRIVATE_COLUMNS: Final[Mapping[str, Mapping[str, Private]]] = {
+    "record_text": {
+        "value": Private.TEXT,
+        "source_message_ids": Private.TEXT,
+        "content_hash": Private.TEXT,
+    },
+    "records": {
+        "id": Private.IDENTIFYING,
+        "user_id": Private.IDENTIFYING,
+        "conversation_id": Private.IDENTIFYING,
+        "scene_id": Private.IDENTIFYING,
+        "supersedes": Private.IDENTIFYING,
+        "scope_id": Private.IDENTIFYING,
+    },
+    "tombstones": {
+        "user_id": Private.IDENTIFYING,
+        "conversation_id": Private.IDENTIFYING,
+        "scene_id": Private.IDENTIFYING,
+        "scope_id": Private.IDENTIFYING,
+    },
+}
 
 
 #: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, built once: ``dumps``
@@ -141,8 +198,8 @@ def _canonical(row: dict[str, Any]) -> bytes:
 
 
 def record_row(record: MemoryRecord) -> dict[str, Any]:
-    """The ``records`` row of ``record`` (``erased`` false): built natively for a record
-    the compiled core stores (the same dict, byte for byte), else in Python."""
+    """The row of ``record`` (``erased`` false), its text as ``str``: built natively for a
+    record the compiled core stores (the same dict, byte for byte), else in Python."""
     if _NATIVE_ROW is not None and isinstance(record, _NATIVE_ROW[0]):
         row: dict[str, Any] = _NATIVE_ROW[1](record)
         return row
@@ -186,22 +243,42 @@ def erased_hash(row: Mapping[str, Any]) -> bytes:
     return hashlib.sha256(b"erased\0" + _canonical(public)).digest()
 
 
-#: The fields of a row a record is built from, besides its scope columns.
-_FIELDS_BUT_SCOPE: Final = tuple(name for name in RECORD_FIELDS if name != "scope")
+#: The fields of a row a record is built from, besides its scope columns and its text.
+_PUBLIC_RECORD_FIELDS: Final = tuple(
+    name for name in RECORD_FIELDS if name not in {"scope", "value", "source_message_ids"}
+)
 
 
 def record_from_row(row: sqlite3.Row) -> MemoryRecord:
-    """The record a ``records`` row holds (instants back in UTC). Built through the
-    constructor, which checks every field: a row edited outside the store is refused
-    (``InvalidInputError``), never resolved."""
-    fields: dict[str, Any] = {name: row[name] for name in _FIELDS_BUT_SCOPE}
+    """The record a row of ``SELECT_RECORDS`` holds (instants back in UTC; an erased
+    record's text empty). Built through the constructor, which checks every field: a
+    row edited outside the store is refused (``InvalidInputError``), never resolved."""
+    fields: dict[str, Any] = {name: row[name] for name in _PUBLIC_RECORD_FIELDS}
     for name in _INSTANTS:
         if fields[name] is not None:
             fields[name] = from_micros(fields[name])
-    fields["source_message_ids"] = tuple(json.loads(fields["source_message_ids"]))
+    subject = Subject(f"record {row['id']!r}", row["id"])
+    if row["erased"]:
+        fields["value"], fields["source_message_ids"] = "", ()
+    else:
+        fields["value"] = _text(row["value"], subject, "value")
+        fields["source_message_ids"] = tuple(
+            json.loads(_text(row["source_message_ids"], subject, "source_message_ids"))
+        )
     columns = {name: row[name] for name in ("scope_kind", *ID_COLUMNS)}
-    scope = scope_from_columns(columns, Subject(f"record {row['id']!r}", row["id"]))
+    scope = scope_from_columns(columns, subject)
     return MemoryRecord(scope=scope, **fields)
+
+
+def _text(stored: Any, subject: Subject, field: str) -> Any:
+    """Text ``record_text`` holds as UTF-8 bytes, as ``str`` (anything else is handed to the
+    constructor as it is, which refuses it)."""
+    if not isinstance(stored, bytes):
+        return stored
+    try:
+        return stored.decode()
+    except UnicodeDecodeError:
+        subject.fail(field, ErrorKind.INVALID_UNICODE, "is not UTF-8 in the store file")
 
 
 def tombstone_row(tombstone: ForgetTombstone) -> dict[str, Any]:

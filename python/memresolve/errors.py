@@ -17,6 +17,10 @@ __all__ = [
     "InvalidInputError",
     "MemoryLimitError",
     "MemresolveError",
+    "StoreBusyError",
+    "StoreClosedError",
+    "StoreDamagedError",
+    "StoreError",
 ]
 
 
@@ -127,13 +131,47 @@ class MemoryLimitError(MemresolveError, MemoryError):
     the store alone needs more. The message names the owner and the size."""
 
 
+class StoreError(MemresolveError):
+    """A ``MemoryStore`` cannot serve the call; a subclass says why. (A full disk and other
+    I/O errors are ``OSError``, as from any file: ``ENOSPC``, ``EIO``.)
+
+    Attributes:
+        path: the store's file, or None for a store in memory.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_store_error, (type(self), self.args[0], self.path))
+
+
+def _rebuild_store_error(kind: type[StoreError], message: str, path: str | None) -> StoreError:
+    return kind(message, path=path)
+
+
+class StoreBusyError(StoreError):
+    """Another connection to the store's file (in this process or another) held its write
+    lock for longer than the store waits (30 s). Nothing was written: retry later."""
+
+
+class StoreDamagedError(StoreError):
+    """The store's file is damaged (SQLite finds its pages corrupt): every call that reads
+    the damaged pages raises this. Restore the file from a backup."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed (``close()``, or its ``with`` block ended)."""
+
+
 class InternalError(MemresolveError, RuntimeError):
     """A backend found one of its own invariants broken: a bug, please report it."""
 
 
 class ErasureDelayedWarning(UserWarning):
-    """A store's erasure is committed, but the erased text is still in its file: another
-    connection (a read of an older snapshot, or a write in progress) still holds the
-    pages that hold it. The store wipes them at its next write, ``wipe()`` or
-    ``close()`` once that ends; a store closed before then says so (open it again and
-    call ``wipe()``)."""
+    """A store's erasure is committed, but what it erased is still in the store's files:
+    the message says why (another connection reads an older snapshot or writes; the
+    disk is full; a crash interrupted an earlier erasure). The pending state is kept in
+    the file: the store finishes it in the background, at its next write, ``wipe()``
+    or ``close()``, and any later open of the file tries again (``docs/store.md``)."""

@@ -15,6 +15,8 @@ with the same workloads and stores our benchmarks use.
   in Polars and DuckDB, for comparisons (needs ``polars`` and ``duckdb``);
 - ``memresolve.testing.peak_memory``: a process's own peak memory, and a
   command's, without its parent's (what ``ru_maxrss`` gives a child on Linux).
+- ``memresolve.testing.store_race``: two processes on one ``MemoryStore`` file,
+  every answer of the reader checked against the states the writer committed.
 
 Install with ``pip install 'memresolve[testing]'``.
 

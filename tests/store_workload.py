@@ -1,0 +1,246 @@
+"""A store workload for the residue tests: what an ordinary chat backend does to a store,
+with a unique canary in every private or identifying field (``_store_schema``'s registry).
+
+A ``Plan`` is drawn from a seed: users, each with records over a few keys in its user,
+character, owned-conversation and owned-scene scopes (corrections superseding earlier
+values, some records stored ``forgotten``, some long enough to need overflow pages),
+and a sequence of operations: adds (as objects and as Arrow, retries among them),
+``normalize`` (statuses grow: pages split), ``forget``, ``forget_everywhere``,
+``erase_user`` (rows deleted: pages merge) and reopening. Records of a user are added
+in many small batches interleaved with other users', as turns arrive.
+
+Run as a script, it plays a plan on a store file, printing each operation before it
+starts: the crash test kills it at a random moment.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import memresolve as mr
+from memresolve import _store_schema as schema
+
+#: Every canary: a tag, then 20 hex digits (23 bytes, unique per seed and field).
+CANARY = re.compile(rb"(?:VAL|SRC|RID|USR|CNV|SCN)[0-9a-f]{20}")
+_START = datetime(2026, 7, 1, tzinfo=UTC)
+_KEYS = ("pet.name", "home.city", "trip.plan", "food.likes", "work.role")
+
+
+def _day(days: float) -> datetime:
+    return _START + timedelta(days=days)
+
+
+@dataclass
+class User:
+    user_id: str
+    conversation_id: str
+    scene_id: str
+    character_id: str
+    records: list[mr.MemoryRecord] = field(default_factory=list)
+
+    def context(self, day: float) -> mr.RetrievalContext:
+        return mr.RetrievalContext(
+            now=_day(day),
+            user_id=self.user_id,
+            character_id=self.character_id,
+            conversation_id=self.conversation_id,
+            scene_id=self.scene_id,
+        )
+
+    def scopes(self) -> tuple[mr.Scope, ...]:
+        return (
+            mr.UserScope(self.user_id),
+            mr.CharacterScope(self.user_id, self.character_id),
+            mr.ConversationScope(self.conversation_id, user_id=self.user_id),
+            mr.SceneScope(self.conversation_id, self.scene_id, user_id=self.user_id),
+        )
+
+
+@dataclass
+class Plan:
+    users: list[User]
+    operations: list[tuple[str, Any]]
+
+
+def canaries_of_record(record: mr.MemoryRecord) -> dict[tuple[str, str], set[bytes]]:
+    """The canaries ``record`` plants, by registered ``(table, column)``."""
+    row = schema.record_row(record)
+    scope_text = row["scope_id"].encode()
+    owned = {
+        "conversation_id": row["conversation_id"],
+        "scene_id": row["scene_id"],
+    }
+    planted: dict[tuple[str, str], set[bytes]] = {
+        ("record_text", "value"): _tokens(record.value.encode()),
+        ("record_text", "source_message_ids"): {m.encode() for m in record.source_message_ids},
+        ("record_text", "content_hash"): {row["content_hash"]},
+        ("records", "id"): {record.id.encode()},
+        ("records", "user_id"): set() if row["user_id"] is None else {row["user_id"].encode()},
+        ("records", "supersedes"): set()
+        if record.supersedes is None
+        else {record.supersedes.encode()},
+        ("records", "scope_id"): _tokens(scope_text),
+    }
+    for name, value in owned.items():
+        planted["records", name] = set() if value is None else _tokens(value.encode())
+    return planted
+
+
+def canaries_of_user(user: User) -> dict[tuple[str, str], set[bytes]]:
+    """What ``user``'s scopes and tombstones plant besides its records' canaries."""
+    ids = {
+        "user_id": {user.user_id.encode()},
+        "conversation_id": {user.conversation_id.encode()},
+        "scene_id": {user.scene_id.encode()},
+        "scope_id": {user.user_id.encode(), user.conversation_id.encode()},
+    }
+    return {("tombstones", name): values for name, values in ids.items()}
+
+
+def _tokens(data: bytes) -> set[bytes]:
+    return set(CANARY.findall(data))
+
+
+def store_canaries(directory: Path) -> set[bytes]:
+    """Every canary in every file of a store's directory (database, log, index, journal)."""
+    found: set[bytes] = set()
+    for path in directory.iterdir():
+        if path.is_file():
+            found |= _tokens(path.read_bytes())
+    return found
+
+
+def store_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file())
+
+
+def _hex(rng: random.Random, tag: str) -> str:
+    return f"{tag}{rng.getrandbits(80):020x}"
+
+
+def plan(seed: int, users: int = 40, records: int = 50) -> Plan:
+    """The workload of ``seed``: ``users`` users of about ``records`` records each."""
+    rng = random.Random(seed)
+    people = [
+        User(_hex(rng, "USR"), _hex(rng, "CNV"), _hex(rng, "SCN"), f"c-{rng.randrange(3)}")
+        for _ in range(users)
+    ]
+    day = 0.0
+    for user in people:
+        latest: dict[tuple[str, str], mr.MemoryRecord] = {}
+        for _ in range(records):
+            scope = rng.choice(user.scopes())
+            key = rng.choice(_KEYS)
+            earlier = latest.get((mr.scope_id(scope), key))
+            canary = _hex(rng, "VAL")
+            filler = "x" * rng.choice((0, 10, 200, 900, 2500, 6000))
+            day += rng.random() / records
+            record = mr.MemoryRecord(
+                id=_hex(rng, "RID"),
+                key=key,
+                value=f"{canary} {filler} {canary}",
+                scope=scope,
+                status="forgotten" if rng.random() < 0.03 else "active",
+                authority=rng.choice(("model-inferred", "user-confirmed", "user-corrected")),
+                confidence=rng.random(),
+                valid_from=_day(day),
+                valid_until=_day(day + rng.uniform(1, 40)) if rng.random() < 0.3 else None,
+                source_message_ids=[_hex(rng, "SRC") for _ in range(rng.randrange(3))],
+                supersedes=None if earlier is None or rng.random() < 0.3 else earlier.id,
+                version=1 if earlier is None else earlier.version + 1,
+            )
+            latest[mr.scope_id(scope), key] = record
+            user.records.append(record)
+    return Plan(people, list(_operations(rng, people)))
+
+
+def _operations(rng: random.Random, users: list[User]) -> Iterator[tuple[str, Any]]:
+    """Adds in small interleaved batches, with erasures, normalising and reopening among
+    them; a user once erased is never written again."""
+    pending = {user.user_id: list(user.records) for user in users}
+    added: dict[str, list[mr.MemoryRecord]] = {user.user_id: [] for user in users}
+    erased: set[str] = set()
+    by_id = {user.user_id: user for user in users}
+    day = 60.0
+    while any(pending.values()):
+        batch: list[mr.MemoryRecord] = []
+        for _ in range(rng.randrange(1, 6)):
+            owners = [u for u, left in pending.items() if left]
+            if not owners:
+                break
+            owner = rng.choice(owners)
+            take = rng.randrange(1, 8)
+            batch += pending[owner][:take]
+            added[owner] += pending[owner][:take]
+            del pending[owner][:take]
+        retriable = [u for u, done in added.items() if done and u not in erased]
+        if rng.random() < 0.2 and retriable:
+            retried = rng.choice(retriable)
+            batch += rng.sample(added[retried], min(2, len(added[retried])))
+            batch = list({r.id: r for r in batch}.values())
+        yield ("add_arrow" if rng.random() < 0.3 else "add"), batch
+        roll = rng.random()
+        live = [u for u, done in added.items() if done and u not in erased]
+        if roll < 0.15 and live:
+            user = by_id[rng.choice(live)]
+            yield "forget", (rng.choice(_KEYS), rng.choice(user.scopes()), _day(day))
+        elif roll < 0.25 and live:
+            user = by_id[rng.choice(live)]
+            yield "forget_everywhere", (rng.choice(_KEYS), user.context(day), _day(day))
+        elif roll < 0.29 and live:
+            victim = rng.choice(live)
+            erased.add(victim)
+            pending[victim] = []
+            yield "erase_user", victim
+        elif roll < 0.33:
+            yield "normalize", _day(day)
+        elif roll < 0.36:
+            yield "reopen", None
+        day += 0.5
+
+
+def play(store: mr.MemoryStore, operation: str, argument: Any) -> Any:
+    """Runs one operation of a plan on ``store`` (``reopen`` is the caller's)."""
+    if operation == "add":
+        return store.add(argument)
+    if operation == "add_arrow":
+        return store.add_arrow(mr.records_to_arrow(argument))
+    if operation == "forget":
+        key, scope, at = argument
+        return store.forget(key, scope, forgotten_at=at)
+    if operation == "forget_everywhere":
+        key, context, at = argument
+        return store.forget_everywhere(key, context, at=at)
+    if operation == "erase_user":
+        return store.erase_user(argument)
+    if operation == "normalize":
+        return store.normalize(argument)
+    raise ValueError(operation)
+
+
+def main(arguments: list[str]) -> None:
+    """``store_workload.py SEED PATH [USERS RECORDS]``: plays the plan, announcing each step."""
+    seed, path = int(arguments[0]), Path(arguments[1])
+    sizes = [int(n) for n in arguments[2:4]]
+    workload = plan(seed, *sizes)
+    store = mr.MemoryStore(path)
+    for number, (operation, argument) in enumerate(workload.operations):
+        print(number, operation, argument if operation == "erase_user" else "", flush=True)
+        if operation == "reopen":
+            store.close()
+            store = mr.MemoryStore(path)
+        else:
+            play(store, operation, argument)
+    store.close()
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
