@@ -11,7 +11,7 @@ SPARK_VENV ?= .venv-spark
 SPARK_WHEELS := target/wheels-abi3
 
 
-.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch bench-normalize fuzz fuzz-setup
+.PHONY: demo test setup spark-executors format bench-dataset bench-spark lint lint-python lint-rust test-rust test-python bench bench-batch bench-normalize bench-erasure store-stress fuzz fuzz-setup
 
 setup:
 	python3 -m venv $(VENV)
@@ -133,6 +133,17 @@ STORE ?= target/bench-store
 bench-dataset: setup
 	test -d $(STORE) || $(PY) -m memresolve.testing.batch_store $(STORE) --records 1e6
 	$(PY) benches/bench_dataset.py $(STORE) --memory-limit 4GB $(ARGS)
+
+# What an erasure costs by store size: make bench-erasure ARGS="--records 1000000".
+bench-erasure: setup
+	$(PY) benches/bench_erasure.py $(ARGS)
+
+# The store's residue, crash and race tests at length (tens of minutes; CI runs them short):
+# 100 workloads of 2,000 records, 200 kills at random points, 10^6 turns against a writer.
+store-stress: setup
+	MEMRESOLVE_RESIDUE_SEEDS=100 MEMRESOLVE_CRASH_SEEDS=200 $(PY) -m pytest -q \
+		-p no:cacheprovider -n auto --maxprocesses 4 tests/test_store_residue.py
+	$(PY) -m memresolve.testing.store_race --turns 1000000
 
 bench-spark: setup
 	test -d $(STORE) || $(PY) -m memresolve.testing.batch_store $(STORE) --records 1e6

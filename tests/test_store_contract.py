@@ -415,3 +415,14 @@ def test_a_cancelled_await_never_leaves_a_write_in_flight() -> None:
     asyncio.run(cancel_while_running())
     asyncio.run(cancel_while_queued())
     store.close()
+
+
+def test_an_older_sqlite_than_the_erasure_was_tested_on_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The erasure relies on STRICT tables and on SQLite writing a same-length row over its
+    cell (``tests/test_store_residue.py`` pins it): an older SQLite is refused by name."""
+    monkeypatch.setattr(_store_file.sqlite3, "sqlite_version_info", (3, 36, 0))
+    with pytest.raises(mr.StoreError, match=r"needs SQLite 3\.37\.0 or later"):
+        mr.MemoryStore(tmp_path / "m.db")
+    assert not (tmp_path / "m.db").exists()

@@ -6,8 +6,8 @@ registers, runs workloads that split and merge pages (adds interleaved across us
 index for the canaries of what was erased: after each erasure returns, after a crash at
 a random point and a reopening, and after the compaction ``wipe()`` finishes.
 
-More seeds: ``MEMRESOLVE_RESIDUE_SEEDS=200 MEMRESOLVE_CRASH_SEEDS=100 pytest
-tests/test_store_residue.py`` (``make residue``).
+More seeds: ``make store-stress`` (``MEMRESOLVE_RESIDUE_SEEDS`` and
+``MEMRESOLVE_CRASH_SEEDS``, with the 10^6-turn race after them).
 """
 
 from __future__ import annotations

@@ -97,6 +97,11 @@ class StoreFile:
     its erasures leave to do. Not thread safe: the store's ``lock`` guards every call."""
 
     def __init__(self, path: Path | None, lock: threading.RLock) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            needed = ".".join(map(str, MIN_SQLITE))
+            raise StoreError(
+                f"store: needs SQLite {needed} or later; this Python's is {sqlite3.sqlite_version}"
+            )
         self.path = None if path is None else private_path(path)
         self.lock = lock
         self.closed = False
@@ -113,11 +118,6 @@ class StoreFile:
     # -- opening ---------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        if sqlite3.sqlite_version_info < MIN_SQLITE:
-            needed = ".".join(map(str, MIN_SQLITE))
-            raise StoreError(
-                f"store: needs SQLite {needed} or later; this Python's is {sqlite3.sqlite_version}"
-            )
         target = ":memory:" if self.path is None else str(self.path)
         with errors.translating(self.path):
             connection = sqlite3.connect(
