@@ -488,3 +488,50 @@ def test_a_retry_of_a_forgotten_record_with_a_negative_zero_confidence_is_a_retr
     reopened = mr.MemoryStore(tmp_path / "m.db")
     assert reopened.add([record]) == 0
     reopened.close()
+
+
+def test_a_wipe_a_read_held_back_finishes_in_the_background_without_another_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process forgets while another connection reads, and dies before the read ends; a
+    store opened meanwhile cannot wipe either (the read still holds the pages), and wipes
+    on its own thread once the read ends: no call of the application is needed."""
+    path = tmp_path / "m.db"
+    with mr.MemoryStore(path) as store:
+        store.add([_record("m1", CANARY)])
+    reader = _open_read(path, any_thread=True)
+    forgetting = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import os, signal, sys, warnings
+                from datetime import UTC, datetime
+                import memresolve as mr
+                from memresolve import _store_core
+                _store_core.WIPE_WAIT_SECONDS = 0.05
+                warnings.simplefilter("ignore")
+                store = mr.MemoryStore(sys.argv[1])
+                store.forget("pet.name", mr.UserScope("u1"),
+                             forgotten_at=datetime(2026, 7, 5, tzinfo=UTC))
+                os.kill(os.getpid(), signal.SIGKILL)  # no close(): its retries die with it
+                """
+            ),
+            str(path),
+        ],
+        check=False,
+        timeout=60,
+    )
+    assert forgetting.returncode == -9
+    assert CANARY.encode() in _file_bytes(tmp_path)
+    opened = mr.MemoryStore(path)  # the pending wipe is in the file; the read blocks it
+    assert CANARY.encode() in _file_bytes(tmp_path)
+    reader.execute("COMMIT")
+    deadline = time.monotonic() + 10
+    while CANARY.encode() in _file_bytes(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert CANARY.encode() not in _file_bytes(tmp_path)
+    assert opened.get("m1") == _record("m1", "", source_message_ids=[])
+    reader.close()
+    opened.close()
