@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 import time
-import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +50,8 @@ from memresolve._job_limits import (
     parse_size,
     shown_bytes,
 )
+from memresolve._output_paths import check_output, input_path
+from memresolve._owned import OwnedDirectory, job_directories
 from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
@@ -105,7 +104,7 @@ class _Run:
     native: Any
     budget: int
     spill: Path
-    partial: Path
+    partial: OwnedDirectory
     progress: Progress | None
     cleanup: ExitStack
     started: float = field(default_factory=time.perf_counter)
@@ -119,7 +118,7 @@ class _Run:
 
     def write(self, table: Any, column: str) -> None:
         """Writes one output file, and counts its rows by ``column``."""
-        write_parquet(table, self.partial / f"part-{self.written:05d}.parquet")
+        write_parquet(table, self.partial.path / f"part-{self.written:05d}.parquet")
         self.written += 1
         pc = __import__("pyarrow.compute", fromlist=["value_counts"])
         for entry in pc.value_counts(table.column(column).cast("string")).to_pylist():
@@ -139,6 +138,7 @@ def _start(
     progress: Progress | None,
     cleanup: ExitStack,
     job: str,
+    inputs: dict[str, Path | None],
 ) -> tuple[_Run, Path]:
     limit = parse_size(memory_limit)
     budget = limit - BASELINE_BYTES
@@ -152,20 +152,15 @@ def _start(
     spill_directory = (
         None if spill_directory is None else arguments.path(spill_directory, "spill_directory")
     )
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
+    check_output(target, inputs, spill_directory, overwrite=overwrite)
     native = _backend.NATIVE
     if native is None:
         raise BackendUnavailableError(
             f"{job} runs on the compiled core, and this process uses the reference"
             f" backend ({_backend.ENV_VAR}=reference, or the extension is not built)"
         )
-    spill = Path(tempfile.mkdtemp(prefix="memresolve-spill-", dir=spill_directory))
-    cleanup.callback(shutil.rmtree, spill, ignore_errors=True)
-    partial = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
-    cleanup.callback(shutil.rmtree, partial, ignore_errors=True)
-    partial.mkdir()
-    return _Run(native, budget, spill, partial, progress, cleanup), target
+    owned = job_directories(target, spill_directory, cleanup)
+    return _Run(native, budget, owned.spill.path, owned.partial, progress, cleanup), target
 
 
 def _read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
@@ -240,6 +235,10 @@ def normalize_dataset(
             progress=progress,
             cleanup=cleanup,
             job="normalize",
+            inputs={
+                "records": input_path(records, "records"),
+                "tombstones": input_path(tombstones, "tombstones"),
+            },
         )
         forgets, n_tombstones = _read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
@@ -254,7 +253,7 @@ def normalize_dataset(
                 pyarrow_module().Table.from_batches([], schema=schema), now=micros
             )
             run.write(empty, "new_status")
-        publish(run.partial, target, overwrite)
+        publish(run.partial, target, overwrite, "normalize")
     return JobSummary(
         job="normalize",
         output=str(target),
@@ -375,6 +374,10 @@ def forget_sweep_dataset(
             progress=progress,
             cleanup=cleanup,
             job="forget-sweep",
+            inputs={
+                "records": input_path(records, "records"),
+                "tombstones": input_path(tombstones, "tombstones"),
+            },
         )
         forgets, n_tombstones = _read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
@@ -402,7 +405,7 @@ def forget_sweep_dataset(
             )
             run.write(run.native.forget_sweep_batch(empty, forgets), "cause")
         run.note_spill()
-        publish(run.partial, target, overwrite)
+        publish(run.partial, target, overwrite, "forget-sweep")
     return JobSummary(
         job="forget-sweep",
         output=str(target),

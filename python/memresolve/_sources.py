@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memresolve import _arguments as arguments
 from memresolve._arrow_input import (
     arrow_source,
     column_names,
@@ -55,7 +56,7 @@ class Source:
         self._table: Any = None  # an input already in memory: rows can be read again
         self._per_row: float | None = None
         if isinstance(data, str | os.PathLike):
-            self._dataset = _parquet_files(Path(data), what)
+            self._dataset = _parquet_files(arguments.path(data, what), what)
             self.schema = self._dataset[0][1].schema.to_arrow_schema()
         else:
             source = arrow_source(data, what)
