@@ -55,7 +55,12 @@ from memresolve._owned import OwnedDirectory, job_directories
 from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
-from memresolve.errors import BackendUnavailableError, InvalidInputError, MemoryLimitError
+from memresolve.errors import (
+    BackendUnavailableError,
+    ErrorKind,
+    InvalidInputError,
+    MemoryLimitError,
+)
 
 __all__ = ["JobSummary", "forget_sweep_dataset", "normalize_dataset"]
 
@@ -390,8 +395,15 @@ def forget_sweep_dataset(
             except InvalidInputError as error:
                 raise in_file(name, error) from None
             ids.add(routed[4], read)
-            purged = run.native.forget_sweep_batch(canonical(batch, "records", False), forgets)
-            if purged.num_rows:
+            try:
+                purged = run.native.forget_sweep_batch(canonical(batch, "records", False), forgets)
+            except InvalidInputError as error:
+                # The router checked every rule but uniqueness, which the sweep checks within
+                # the batch: the whole input's check below names the file and the row in it.
+                if error.kind is not ErrorKind.DUPLICATE_ID:
+                    raise in_file(name, error) from None
+                purged = None
+            if purged is not None and purged.num_rows:
                 run.write(purged, "cause")
             read += batch.num_rows
             batches += 1
