@@ -79,10 +79,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Runs the job ``args`` describes; returns the exit status."""
     if args.threads is not None:
         _use_threads(args.threads)
-    from memresolve._jobs_dataset import (  # noqa: PLC0415 - after the thread setting
-        forget_sweep_dataset,
-        normalize_dataset,
-    )
+    from memresolve._jobs_dataset import normalize_dataset  # noqa: PLC0415 - after the threads
+    from memresolve._sweep_dataset import forget_sweep_dataset  # noqa: PLC0415 - as above
 
     bars = _Bars(err) if err.isatty() and not args.json else None
     options: dict[str, Any] = {

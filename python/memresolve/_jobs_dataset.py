@@ -1,8 +1,6 @@
-"""The background jobs over files (``docs/spec.md`` §7.3): ``normalize_dataset`` and
-``forget_sweep_dataset``, Parquet in, Parquet out, in bounded memory.
-
-The forget sweep decides each record alone, given the tombstones: it reads the
-records batch by batch, checks them, and writes each batch's purges as it goes.
+"""The background jobs over files (``docs/spec.md`` §7.3): ``normalize_dataset`` here, and
+what it shares with ``forget_sweep_dataset`` (``_sweep_dataset``): Parquet in, Parquet out,
+in bounded memory.
 
 Normalisation needs one join, ``supersedes`` to ``id``. Its records are split
 into parts by the hash of their id (the native ``route_by_id``), and each
@@ -57,12 +55,11 @@ from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
 from memresolve.errors import (
     BackendUnavailableError,
-    ErrorKind,
     InvalidInputError,
     MemoryLimitError,
 )
 
-__all__ = ["JobSummary", "forget_sweep_dataset", "normalize_dataset"]
+__all__ = ["JobSummary", "normalize_dataset"]
 
 #: What a part costs in memory while it is normalised, as a multiple of its
 #: Arrow bytes: the part's table, the native store built from it, the output.
@@ -344,87 +341,3 @@ def _normalize_each(home: Parts, copies: Parts, *, micros: int, forgets: Any, ru
 def _below(rows: Any, limit: int) -> Any:
     pc = __import__("pyarrow.compute", fromlist=["less"])
     return pc.less(rows, limit)
-
-
-def forget_sweep_dataset(
-    records: object,
-    output: str | os.PathLike[str],
-    *,
-    tombstones: object | None = None,
-    memory_limit: int | str = "2GB",
-    overwrite: bool = False,
-    spill_directory: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
-) -> JobSummary:
-    """``forget_sweep_batch`` from files to files, in bounded memory (``docs/spec.md`` §7.3).
-
-    Reads ``records`` batch by batch (a Parquet file or directory, or an Arrow table or
-    stream) and writes each batch's purges (``record_id``, ``key``, ``scope_id``,
-    ``cause``) to the Parquet dataset ``output``, which appears only when the whole
-    input has been read and its ids found unique.
-
-    Raises:
-        InvalidInputError: bad input; ``file`` and ``row`` say where.
-        MemoryLimitError: the tombstones need more than the limit allows.
-        BackendUnavailableError: the compiled core is not in use.
-        FileExistsError: ``output`` exists and ``overwrite`` is not set.
-    """
-    progress = checked_progress(progress)
-    with ExitStack() as cleanup:
-        run, target = _start(
-            output,
-            memory_limit=memory_limit,
-            overwrite=overwrite,
-            spill_directory=spill_directory,
-            progress=progress,
-            cleanup=cleanup,
-            job="forget-sweep",
-            inputs={
-                "records": input_path(records, "records"),
-                "tombstones": input_path(tombstones, "tombstones"),
-            },
-        )
-        forgets, n_tombstones = _read_tombstones(run, tombstones)
-        source = Source(records, "records", read_columns("records", False))
-        ids = IdBuckets("records", run.spill)
-        cleanup.callback(ids.close)
-        read = batches = 0
-        for name, offset, batch in source.batches():
-            try:
-                routed = run.native.route_by_id(batch, offset, 1, 0)
-            except InvalidInputError as error:
-                raise in_file(name, error) from None
-            ids.add(routed[4], read)
-            try:
-                purged = run.native.forget_sweep_batch(canonical(batch, "records", False), forgets)
-            except InvalidInputError as error:
-                # The router checked every rule but uniqueness, which the sweep checks within
-                # the batch: the whole input's check below names the file and the row in it.
-                if error.kind is not ErrorKind.DUPLICATE_ID:
-                    raise in_file(name, error) from None
-                purged = None
-            if purged is not None and purged.num_rows:
-                run.write(purged, "cause")
-            read += batch.num_rows
-            batches += 1
-            run.report("records", read)
-        if read == 0:
-            run.native.route_by_id(source.empty(), 0, 1, 0)
-        _check_unique(ids, source, "id")
-        if run.written == 0:
-            empty = pyarrow_module().Table.from_batches(
-                [], schema=canonical_schema("records", False)
-            )
-            run.write(run.native.forget_sweep_batch(empty, forgets), "cause")
-        run.note_spill()
-        publish(run.partial, target, overwrite, "forget-sweep")
-    return JobSummary(
-        job="forget-sweep",
-        output=str(target),
-        records=read,
-        tombstones=n_tombstones,
-        parts=batches,
-        rows=run.rows,
-        seconds=time.perf_counter() - run.started,
-        peak_spill_bytes=run.peak_spill,
-    )
