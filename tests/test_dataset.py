@@ -415,13 +415,14 @@ def test_a_context_id_repeated_in_another_file_is_named(store_files: Any, tmp_pa
 
 def test_an_existing_output_is_kept_unless_overwritten(store_files: Any, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "mine.txt").write_text("keep me")
+    # An earlier job's output (overwrite replaces nothing else: tests/test_job_outputs.py).
+    mr.forget_sweep_dataset(store_files.records, out)
+    before = sorted(p.name for p in out.iterdir())
     with pytest.raises(FileExistsError):
         mr.resolve_dataset(store_files.records, store_files.contexts, out)
-    assert (out / "mine.txt").read_text() == "keep me"
+    assert sorted(p.name for p in out.iterdir()) == before
     mr.resolve_dataset(store_files.records, store_files.contexts, out, overwrite=True)
-    assert not (out / "mine.txt").exists()
+    assert "cause" not in pq.read_table(out).column_names
     assert _read(out).num_rows > 0
 
 
@@ -610,19 +611,19 @@ def test_a_failed_replacement_keeps_the_old_output(
 ) -> None:
     store = generate(500, seed=1)
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "keep.txt").write_text("mine")
-    real_rename = Path.rename
+    mr.resolve_dataset(store.records, store.contexts, out)  # the old output: a job's
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
+    real_rename = os.rename
 
-    def failing_rename(self: Path, target: Any) -> Any:
-        if self.name.startswith(".out.partial"):
+    def failing_rename(source: Any, target: Any, **kwargs: Any) -> None:
+        if Path(source).name.startswith(".out.partial"):
             raise OSError("disk gone")
-        return real_rename(self, target)
+        real_rename(source, target, **kwargs)
 
-    monkeypatch.setattr(Path, "rename", failing_rename)
+    monkeypatch.setattr(os, "rename", failing_rename)
     with pytest.raises(OSError, match="disk gone"):
-        mr.resolve_dataset(store.records, store.contexts, out, overwrite=True)
-    assert (out / "keep.txt").read_text() == "mine"
+        mr.resolve_dataset(store.records, store.contexts, out, overwrite=True, with_values=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 

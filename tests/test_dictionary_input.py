@@ -29,7 +29,7 @@ from conftest import PARITY_EXAMPLES
 from memresolve._backend import available_backends
 from memresolve._canonical import read_columns
 from memresolve._kernels import get_batch_resolver
-from memresolve._sources import _names
+from memresolve._parquet_input import dictionary_names as _names
 from memresolve._spill import compacted
 from memresolve.testing import Store, batch_store, stores
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import memresolve as mr
@@ -68,6 +69,7 @@ HOSTILE: list[object] = [
     "",
     "x",
     "\ud800",
+    "nul\x00path",
     b"x",
     [],
     [None],
@@ -283,6 +285,9 @@ def test_no_public_callable_raises_outside_the_contract(
         ["resolve", "{records}", "--user", "\udcff"],
         ["batch", "{missing}", "{missing}", "--out", "{out}"],
         ["batch", "{records}", "{records}", "--out", "{out}", "--memory-limit", "lots"],
+        ["batch", "{records}", "{records}", "--out", "{out}", "--threads", "99999999999"],
+        ["batch", "{records}", "{records}", "--out", "{records}", "--overwrite"],
+        ["normalize", "{scratch}", "--now", "2026-07-30T12:00Z", "--out", "{scratch}"],
         ["normalize", "{missing}", "--now", "2026-07-30T12:00Z", "--out", "{out}"],
         ["normalize", "{records}", "--now", "2026-07-30T12:00Z", "--out", "{out}"],
         ["forget-sweep", "{missing}", "--tombstones", "{missing}", "--out", "{out}"],
@@ -311,6 +316,65 @@ def test_the_command_answers_bad_input_with_a_message_and_status(
     assert done.returncode in (1, 2), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip()
+
+
+# Outputs the jobs must refuse: every spelling of an input, and what no job wrote ----------
+
+
+def _job_calls(root: Path) -> dict[str, Callable[..., object]]:
+    store = root / "store"
+    return {
+        "resolve_dataset": lambda output, **kw: mr.resolve_dataset(
+            store / "records.parquet", store / "contexts.parquet", output, **kw
+        ),
+        "normalize_dataset": lambda output, **kw: mr.normalize_dataset(
+            store / "records.parquet", output, now=T, **kw
+        ),
+        "forget_sweep_dataset": lambda output, **kw: mr.forget_sweep_dataset(
+            store / "records.parquet", output, tombstones=store / "tombstones.parquet", **kw
+        ),
+    }
+
+
+@pytest.mark.skipif(mr.backend_name() != "native", reason="the dataset jobs run on the core")
+def test_no_job_output_outside_the_contract_and_no_input_destroyed(tmp_path: Path) -> None:
+    """The walk above gives outputs of every wrong type; these are paths of the right type
+    that name what a job must not replace (issue 35, finding 3)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    pq.write_table(mr.records_to_arrow([RECORD]), store / "records.parquet")
+    pq.write_table(mr.contexts_to_arrow([("c1", CONTEXT)]), store / "contexts.parquet")
+    pq.write_table(mr.tombstones_to_arrow([TOMBSTONE]), store / "tombstones.parquet")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mine.txt").write_text("mine")
+    (tmp_path / "file.txt").write_text("mine")
+    (tmp_path / "link").symlink_to(store)
+    hostile_outputs = [
+        store,
+        store / "records.parquet",
+        store / "tombstones.parquet",
+        store / "records.parquet" / "sub",
+        tmp_path,
+        tmp_path / "link",
+        tmp_path / "link" / ".." / "store",
+        tmp_path / "data",
+        tmp_path / "file.txt",
+        str(store) + "\x00",
+    ]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    escapes = []
+    for name, call in _job_calls(tmp_path).items():
+        for output in hostile_outputs:
+            for overwrite in (False, True):
+                try:
+                    call(output, overwrite=overwrite)
+                    escapes.append(f"{name}({output!r}, overwrite={overwrite}) returned")
+                except (mr.InvalidInputError, FileExistsError):
+                    pass
+                except Exception as exc:
+                    escapes.append(f"{name}({output!r}): {type(exc).__name__}: {exc}")
+    assert escapes == []
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 # Invalid UTF-8 in an Arrow string column: one rule on both backends and every reader -------

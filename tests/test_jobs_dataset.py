@@ -197,9 +197,12 @@ def test_bad_input_names_file_column_and_row(tmp_path: Path) -> None:
 
 def test_an_existing_output_is_kept_unless_overwritten(tmp_path: Path) -> None:
     records = mr.records_to_arrow([])
-    (tmp_path / "out").mkdir()
+    # An earlier job's output: overwrite replaces only what a memresolve job wrote
+    # (tests/test_job_outputs.py refuses everything else).
+    mr.forget_sweep_dataset(records, tmp_path / "out")
     with pytest.raises(FileExistsError):
         mr.normalize_dataset(records, tmp_path / "out", now=NOW)
+    assert pq.read_table(tmp_path / "out").schema.names == PURGE
     summary = mr.normalize_dataset(records, tmp_path / "out", now=NOW, overwrite=True)
     assert summary.rows == {}
     assert pq.read_table(tmp_path / "out").schema.names == CHANGE

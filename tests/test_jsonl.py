@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 
 import memresolve as mr
+from memresolve._jsonl import record_to_json
 from memresolve.testing import Scenario, scenarios
 from story import ADA, captain_rowan, context, corrected_marlowe, day, forget, raincoat_scene
 
@@ -197,3 +198,74 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(mr.InvalidInputError, match="UTF-8") as caught:
         mr.read_records(path)
     assert (caught.value.line, caught.value.kind) == (2, K.INVALID_UNICODE)
+
+
+# Lines are read in bounded memory (issue 35, finding 9) ----------------------------------
+
+ENDLESS = """
+import resource, sys
+# A ceiling, so that a reader that holds the line cannot take the machine down with it.
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+import memresolve as mr
+from memresolve.testing.peak_memory import own_peak_bytes
+try:
+    mr.read_records(sys.argv[1])
+except mr.InvalidInputError as error:
+    print(error.kind, error.line, own_peak_bytes() // 2**20)
+"""
+
+
+def test_regression_an_endless_line_is_bad_input_in_bounded_memory() -> None:
+    """``/dev/zero`` is a file whose one line never ends: it was read whole, until a
+    ``MemoryError`` traceback."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    done = subprocess.run(
+        [sys.executable, "-c", ENDLESS, "/dev/zero"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    kind, line, peak_mib = done.stdout.split()
+    assert (kind, line) == ("out-of-range", "1"), done.stderr
+    assert int(peak_mib) < 200, "about the limit (16 MiB) beside the interpreter"
+
+
+@pytest.mark.parametrize("form", ["file", "text stream", "list of lines"])
+def test_a_line_over_the_limit_is_out_of_range_naming_it(form: str, tmp_path: Path) -> None:
+    from memresolve._lines import MAX_LINE_BYTES  # noqa: PLC0415
+
+    good = json.dumps(record_to_json(corrected_marlowe))
+    long = json.dumps({**record_to_json(raincoat_scene), "value": "x" * MAX_LINE_BYTES})
+    text = f"{good}\n{long}\n{good}\n"
+    path = tmp_path / "records.jsonl"
+    path.write_text(text, encoding="utf-8")
+    source: object = {
+        "file": path,
+        "text stream": io.StringIO(text),
+        "list of lines": text.splitlines(keepends=True),
+    }[form]
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_records(source)  # type: ignore[arg-type]
+    assert (caught.value.kind, caught.value.line) == (mr.ErrorKind.OUT_OF_RANGE, 2)
+    assert "line 2" in str(caught.value)
+
+
+def test_a_line_at_the_limit_is_read(tmp_path: Path) -> None:
+    from memresolve._lines import MAX_LINE_BYTES  # noqa: PLC0415
+
+    record = record_to_json(raincoat_scene)
+    base = len(json.dumps({**record, "value": ""}).encode())
+    line = json.dumps({**record, "value": "é" * ((MAX_LINE_BYTES - base) // 2)}, ensure_ascii=False)
+    line += " " * (MAX_LINE_BYTES - len(line.encode()))  # exactly the limit, in bytes
+    assert len(line.encode()) == MAX_LINE_BYTES
+    path = tmp_path / "records.jsonl"
+    path.write_text(line, encoding="utf-8")  # the last line: no newline
+    assert mr.read_records(path)[0].value.startswith("éé")
+    path.write_text(line + "\n" + line + "\n", encoding="utf-8")
+    assert len(mr.read_records(path)) == 2
+    path.write_text(line + " \n", encoding="utf-8")  # one byte more
+    with pytest.raises(mr.InvalidInputError):
+        mr.read_records(path)

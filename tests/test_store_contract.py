@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import errno
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -293,8 +294,6 @@ def test_a_directory_as_path_is_an_os_error(tmp_path: Path) -> None:
 
 
 def test_a_sqlite_file_that_is_not_a_store_is_refused_untouched(tmp_path: Path) -> None:
-    import sqlite3  # noqa: PLC0415 - this test's own database
-
     path = tmp_path / "other.db"
     connection = sqlite3.connect(path)
     connection.execute("CREATE TABLE mine (x)")
@@ -422,7 +421,7 @@ def test_an_older_sqlite_than_the_erasure_was_tested_on_is_refused(
 ) -> None:
     """The erasure relies on STRICT tables and on SQLite writing a same-length row over its
     cell (``tests/test_store_residue.py`` pins it): an older SQLite is refused by name."""
-    monkeypatch.setattr(_store_file.sqlite3, "sqlite_version_info", (3, 36, 0))
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 36, 0))
     with pytest.raises(mr.StoreError, match=r"needs SQLite 3\.37\.0 or later"):
         mr.MemoryStore(tmp_path / "m.db")
     assert not (tmp_path / "m.db").exists()

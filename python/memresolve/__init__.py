@@ -41,7 +41,7 @@ from memresolve._jobs import (
     normalize,
     normalize_batch,
 )
-from memresolve._jobs_dataset import JobSummary, forget_sweep_dataset, normalize_dataset
+from memresolve._jobs_dataset import JobSummary, normalize_dataset
 from memresolve._jsonl import (
     read_contexts,
     read_records,
@@ -62,6 +62,7 @@ from memresolve._scopes import (
     scope_id,
 )
 from memresolve._store import ArrowExport, ErasedUser, MemoryStore
+from memresolve._sweep_dataset import forget_sweep_dataset
 from memresolve._types import (
     RESOLVER_VERSION,
     Authority,

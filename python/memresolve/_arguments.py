@@ -17,7 +17,8 @@ T = TypeVar("T")
 
 
 def path(value: object, field: str) -> Path:
-    """A file system path given as ``str`` or ``os.PathLike[str]``."""
+    """A file system path given as ``str`` or ``os.PathLike[str]``: not empty, valid
+    Unicode, and without a NUL character."""
     try:
         text = os.fspath(value) if isinstance(value, os.PathLike) else value
     except TypeError:
@@ -30,6 +31,12 @@ def path(value: object, field: str) -> Path:
         )
     if not text:
         raise InvalidInputError(f"{field}: the path is empty", kind=ErrorKind.EMPTY, field=field)
+    if "\x00" in text:
+        # No file system names a file so: the operating system's calls would raise a bare
+        # ValueError ("embedded null byte") wherever the path is first used.
+        raise InvalidInputError(
+            f"{field}: the path holds a NUL character", kind=ErrorKind.MALFORMED, field=field
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -25,14 +25,15 @@ _END: Any = object()
 
 def shut_down(executor: ThreadPoolExecutor) -> None:
     """Drops the calls ``executor`` has not started and waits for the one running, even
-    through Ctrl-C: the files it writes must be closed before the caller removes their
-    directory. An interrupt received while waiting is raised once the thread is done."""
-    interrupted: KeyboardInterrupt | None = None
+    through Ctrl-C or whatever a host's signal handler raises (``SystemExit`` on SIGTERM,
+    say): the files it writes must be closed before the caller removes their directory.
+    The first such exception received while waiting is raised once the thread is done."""
+    interrupted: BaseException | None = None
     while True:
         try:
             executor.shutdown(wait=True, cancel_futures=True)
-        except KeyboardInterrupt as error:
-            interrupted = error
+        except BaseException as error:  # raised below, once the thread is done
+            interrupted = interrupted or error
             continue
         break
     if interrupted is not None:

@@ -14,6 +14,7 @@ from typing import TextIO
 from memresolve import _cli_batch, _cli_jobs
 from memresolve._api import resolve
 from memresolve._backend import backend_name
+from memresolve._cli_stops import EXIT_BROKEN_PIPE, quiet_stdout, stop_signals
 from memresolve._cli_store_demo import run_store_demo
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._jsonl import (
@@ -186,7 +187,24 @@ def _query_context(args: argparse.Namespace) -> RetrievalContext:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memresolve`` command; returns the exit status."""
+    """Entry point of the ``memresolve`` command; returns the exit status.
+
+    0 done; 2 bad input or usage; 1 anything else, a stop by Ctrl-C, SIGTERM or SIGHUP
+    included; 141 when standard output's reader went away (``_cli_stops``)."""
+    with stop_signals():
+        try:
+            status = _command(argv)
+            sys.stdout.flush()  # a closed pipe shows here, when the output was short
+        except BrokenPipeError:
+            quiet_stdout()
+            return EXIT_BROKEN_PIPE
+        except KeyboardInterrupt as stop:  # outside a job, which reports its own stop
+            sys.stderr.write(f"memresolve: {str(stop) or 'interrupted'}\n")
+            return 1
+    return status
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "batch":
         return _cli_batch.run(args, sys.stdout, sys.stderr)
@@ -220,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidInputError as exc:
         sys.stderr.write(f"memresolve: invalid input: {exc}\n")
         return 2
+    except BrokenPipeError:
+        raise  # standard output's reader went away: ``main`` ends quietly
     except OSError as exc:
         sys.stderr.write(f"memresolve: {exc}\n")
         return 2

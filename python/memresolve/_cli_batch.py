@@ -2,7 +2,7 @@
 
 A progress bar (tqdm) on a terminal; otherwise only the summary. Exit codes:
 0 done, 2 bad input or usage (the message names the file, column and row),
-1 anything else (a full disk, the memory limit, Ctrl-C).
+1 anything else (a full disk, the memory limit, Ctrl-C, SIGTERM, SIGHUP: ``_cli_stops``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from memresolve._job_limits import SPILL_COMPRESSIONS
 from memresolve.errors import InvalidInputError, MemresolveError
 
-__all__ = ["add_parser", "add_spill_compression", "run"]
+__all__ = ["add_parser", "add_spill_compression", "add_threads", "available_cpus", "run"]
 
 
 def add_parser(commands: Any) -> None:
@@ -43,7 +43,7 @@ def add_parser(commands: Any) -> None:
     batch.add_argument(
         "--memory-limit", default="2GB", help="the most memory to use, such as 4GB (default 2GB)"
     )
-    batch.add_argument("--threads", type=int, help="threads to use (default: every core)")
+    add_threads(batch)
     batch.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     batch.add_argument("--spill-directory", type=Path, help="where to spill (default: $TMPDIR)")
     add_spill_compression(batch)
@@ -79,6 +79,45 @@ class _Bars:
             self._bar = None
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: a container's or ``taskset``'s
+    limit), not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+#: ``--threads`` at most this many times the CPUs available: more only adds switching (and
+#: each thread its stack); 100,000 threads stalled the machine.
+THREADS_PER_CPU = 4
+
+
+def _thread_count(text: str) -> int:
+    """``--threads``: a whole number from 1 to ``THREADS_PER_CPU`` times the CPUs."""
+    cpus = available_cpus()
+    most = THREADS_PER_CPU * cpus
+    try:
+        threads = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= threads <= most:
+        raise argparse.ArgumentTypeError(
+            f"must be from 1 to {most} ({THREADS_PER_CPU} times the {cpus} CPUs this process"
+            f" may use), got {threads}"
+        )
+    return threads
+
+
+def add_threads(command: Any) -> None:
+    """The ``--threads`` option of the jobs, bounded (``_thread_count``)."""
+    command.add_argument(
+        "--threads",
+        type=_thread_count,
+        help=f"threads to use, 1 to {THREADS_PER_CPU} times the CPUs (default: every CPU)",
+    )
+
+
 def _summary_text(summary: Any) -> str:
     decided = ", ".join(f"{rows:,} {name}" for name, rows in summary.rows.items()) or "no rows"
     return (
@@ -102,9 +141,6 @@ def add_spill_compression(command: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Runs the job ``args`` describes; returns the exit status."""
     if args.threads is not None:
-        if args.threads < 1:
-            err.write("memresolve: --threads must be at least 1\n")
-            return 2
         _use_threads(args.threads)
     from memresolve._dataset import resolve_dataset  # noqa: PLC0415 - after the thread setting
 
@@ -143,8 +179,8 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
         return f"{args.out} exists; pass --overwrite to replace it", 2
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return str(exc), 2
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted; nothing was written", 1
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a stop signal (``_cli_stops``)
+        return f"{str(exc) or 'interrupted'}; nothing was written", 1
     if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
         return f"{type(exc).__name__}: {exc}{_disk_hint(args)}", 1
     return f"{type(exc).__name__}: {exc}", 1

@@ -2,7 +2,7 @@
 (``normalize_dataset``, ``forget_sweep_dataset``) as commands, Parquet to Parquet.
 
 Progress bars and exit codes as ``memresolve batch``: 0 done, 2 bad input or
-usage, 1 anything else (a full disk, the memory limit, Ctrl-C).
+usage, 1 anything else (a full disk, the memory limit, Ctrl-C, SIGTERM, SIGHUP).
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from memresolve._cli_batch import _Bars, _failure, _use_threads, add_spill_compression
+from memresolve._cli_batch import (
+    _Bars,
+    _failure,
+    _use_threads,
+    add_spill_compression,
+    add_threads,
+)
 from memresolve._jsonl import instant_from_text
 from memresolve.errors import MemresolveError
 
@@ -27,7 +33,7 @@ def _common(command: Any) -> None:
     command.add_argument(
         "--memory-limit", default="2GB", help="the most memory to use, such as 4GB (default 2GB)"
     )
-    command.add_argument("--threads", type=int, help="threads to use (default: every core)")
+    add_threads(command)
     command.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     command.add_argument("--spill-directory", type=Path, help="where to spill (default: $TMPDIR)")
     command.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -72,14 +78,9 @@ def _summary_text(summary: Any) -> str:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Runs the job ``args`` describes; returns the exit status."""
     if args.threads is not None:
-        if args.threads < 1:
-            err.write("memresolve: --threads must be at least 1\n")
-            return 2
         _use_threads(args.threads)
-    from memresolve._jobs_dataset import (  # noqa: PLC0415 - after the thread setting
-        forget_sweep_dataset,
-        normalize_dataset,
-    )
+    from memresolve._jobs_dataset import normalize_dataset  # noqa: PLC0415 - after the threads
+    from memresolve._sweep_dataset import forget_sweep_dataset  # noqa: PLC0415 - as above
 
     bars = _Bars(err) if err.isatty() and not args.json else None
     options: dict[str, Any] = {

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from memresolve import _arguments as arguments
 from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._result import Resolution
@@ -48,6 +49,7 @@ def run_store_demo(
     out: TextIO,
 ) -> None:
     """The demo on a store at ``path`` (replaced if it exists)."""
+    path = arguments.path(path, "store")  # checked before anything is removed
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 import time
-import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -44,6 +41,8 @@ from memresolve._job_limits import (
     parse_size,
     shown_bytes,
 )
+from memresolve._output_paths import check_output, input_path
+from memresolve._owned import job_directories
 from memresolve._part_cost import part_cost
 from memresolve._part_order import by_owner
 from memresolve._publish import publish
@@ -495,8 +494,13 @@ def resolve_dataset(
     spill_directory = (
         None if spill_directory is None else arguments.path(spill_directory, "spill_directory")
     )
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
+    inputs = {"records": records, "contexts": contexts, "tombstones": tombstones}
+    check_output(
+        target,
+        {what: input_path(data, what) for what, data in inputs.items()},
+        spill_directory,
+        overwrite=overwrite,
+    )
     native = _backend.NATIVE
     if native is None:
         raise BackendUnavailableError(
@@ -510,18 +514,16 @@ def resolve_dataset(
     count = _part_count(estimate, budget, parts)
     check_spill_room(spill_directory, estimate, compression, count)
 
-    spill = Path(tempfile.mkdtemp(prefix="memresolve-spill-", dir=spill_directory))
-    partial = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
     cleanup = ExitStack()
-    # Registered first, so run last, whatever the callbacks after them raise.
-    cleanup.callback(shutil.rmtree, partial, ignore_errors=True)
-    cleanup.callback(shutil.rmtree, spill, ignore_errors=True)
     try:
+        # Registered first, so run last, whatever the callbacks after them raise.
+        owned = job_directories(target, spill_directory, cleanup)
+        spill, partial = owned.spill.path, owned.partial
         job = _Job(
             native,
             budget,
             spill,
-            partial,
+            partial.path,
             options,
             progress,
             cleanup,
@@ -552,10 +554,9 @@ def resolve_dataset(
         job.note_spill()
         _check_unique(record_ids, record_source, "id")
         _check_unique(context_ids, context_source, "context_id")
-        partial.mkdir()  # the umask's mode: the output is for others to read too
         job.resolve_all(split, 0)
         job.finish()
-        publish(partial, target, overwrite)
+        publish(partial, target, overwrite, "batch")
     finally:
         cleanup.close()
     return DatasetSummary(

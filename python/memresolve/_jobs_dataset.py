@@ -1,8 +1,6 @@
-"""The background jobs over files (``docs/spec.md`` §7.3): ``normalize_dataset`` and
-``forget_sweep_dataset``, Parquet in, Parquet out, in bounded memory.
-
-The forget sweep decides each record alone, given the tombstones: it reads the
-records batch by batch, checks them, and writes each batch's purges as it goes.
+"""The background jobs over files (``docs/spec.md`` §7.3): ``normalize_dataset`` here, and
+what it shares with ``forget_sweep_dataset`` (``_sweep_dataset``): Parquet in, Parquet out,
+in bounded memory.
 
 Normalisation needs one join, ``supersedes`` to ``id``. Its records are split
 into parts by the hash of their id (the native ``route_by_id``), and each
@@ -24,10 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 import time
-import uuid
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,12 +48,18 @@ from memresolve._job_limits import (
     parse_size,
     shown_bytes,
 )
+from memresolve._output_paths import check_output, input_path
+from memresolve._owned import OwnedDirectory, job_directories
 from memresolve._publish import publish
 from memresolve._sources import Source, in_file
 from memresolve._spill import IdBuckets, Parts
-from memresolve.errors import BackendUnavailableError, InvalidInputError, MemoryLimitError
+from memresolve.errors import (
+    BackendUnavailableError,
+    InvalidInputError,
+    MemoryLimitError,
+)
 
-__all__ = ["JobSummary", "forget_sweep_dataset", "normalize_dataset"]
+__all__ = ["JobSummary", "normalize_dataset"]
 
 #: What a part costs in memory while it is normalised, as a multiple of its
 #: Arrow bytes: the part's table, the native store built from it, the output.
@@ -105,7 +106,7 @@ class _Run:
     native: Any
     budget: int
     spill: Path
-    partial: Path
+    partial: OwnedDirectory
     progress: Progress | None
     cleanup: ExitStack
     started: float = field(default_factory=time.perf_counter)
@@ -119,7 +120,7 @@ class _Run:
 
     def write(self, table: Any, column: str) -> None:
         """Writes one output file, and counts its rows by ``column``."""
-        write_parquet(table, self.partial / f"part-{self.written:05d}.parquet")
+        write_parquet(table, self.partial.path / f"part-{self.written:05d}.parquet")
         self.written += 1
         pc = __import__("pyarrow.compute", fromlist=["value_counts"])
         for entry in pc.value_counts(table.column(column).cast("string")).to_pylist():
@@ -139,6 +140,7 @@ def _start(
     progress: Progress | None,
     cleanup: ExitStack,
     job: str,
+    inputs: dict[str, Path | None],
 ) -> tuple[_Run, Path]:
     limit = parse_size(memory_limit)
     budget = limit - BASELINE_BYTES
@@ -152,20 +154,15 @@ def _start(
     spill_directory = (
         None if spill_directory is None else arguments.path(spill_directory, "spill_directory")
     )
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"output {target} exists; pass overwrite=True to replace it")
+    check_output(target, inputs, spill_directory, overwrite=overwrite)
     native = _backend.NATIVE
     if native is None:
         raise BackendUnavailableError(
             f"{job} runs on the compiled core, and this process uses the reference"
             f" backend ({_backend.ENV_VAR}=reference, or the extension is not built)"
         )
-    spill = Path(tempfile.mkdtemp(prefix="memresolve-spill-", dir=spill_directory))
-    cleanup.callback(shutil.rmtree, spill, ignore_errors=True)
-    partial = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:12]}"
-    cleanup.callback(shutil.rmtree, partial, ignore_errors=True)
-    partial.mkdir()
-    return _Run(native, budget, spill, partial, progress, cleanup), target
+    owned = job_directories(target, spill_directory, cleanup)
+    return _Run(native, budget, owned.spill.path, owned.partial, progress, cleanup), target
 
 
 def _read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
@@ -240,6 +237,10 @@ def normalize_dataset(
             progress=progress,
             cleanup=cleanup,
             job="normalize",
+            inputs={
+                "records": input_path(records, "records"),
+                "tombstones": input_path(tombstones, "tombstones"),
+            },
         )
         forgets, n_tombstones = _read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
@@ -254,7 +255,7 @@ def normalize_dataset(
                 pyarrow_module().Table.from_batches([], schema=schema), now=micros
             )
             run.write(empty, "new_status")
-        publish(run.partial, target, overwrite)
+        publish(run.partial, target, overwrite, "normalize")
     return JobSummary(
         job="normalize",
         output=str(target),
@@ -340,76 +341,3 @@ def _normalize_each(home: Parts, copies: Parts, *, micros: int, forgets: Any, ru
 def _below(rows: Any, limit: int) -> Any:
     pc = __import__("pyarrow.compute", fromlist=["less"])
     return pc.less(rows, limit)
-
-
-def forget_sweep_dataset(
-    records: object,
-    output: str | os.PathLike[str],
-    *,
-    tombstones: object | None = None,
-    memory_limit: int | str = "2GB",
-    overwrite: bool = False,
-    spill_directory: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
-) -> JobSummary:
-    """``forget_sweep_batch`` from files to files, in bounded memory (``docs/spec.md`` §7.3).
-
-    Reads ``records`` batch by batch (a Parquet file or directory, or an Arrow table or
-    stream) and writes each batch's purges (``record_id``, ``key``, ``scope_id``,
-    ``cause``) to the Parquet dataset ``output``, which appears only when the whole
-    input has been read and its ids found unique.
-
-    Raises:
-        InvalidInputError: bad input; ``file`` and ``row`` say where.
-        MemoryLimitError: the tombstones need more than the limit allows.
-        BackendUnavailableError: the compiled core is not in use.
-        FileExistsError: ``output`` exists and ``overwrite`` is not set.
-    """
-    progress = checked_progress(progress)
-    with ExitStack() as cleanup:
-        run, target = _start(
-            output,
-            memory_limit=memory_limit,
-            overwrite=overwrite,
-            spill_directory=spill_directory,
-            progress=progress,
-            cleanup=cleanup,
-            job="forget-sweep",
-        )
-        forgets, n_tombstones = _read_tombstones(run, tombstones)
-        source = Source(records, "records", read_columns("records", False))
-        ids = IdBuckets("records", run.spill)
-        cleanup.callback(ids.close)
-        read = batches = 0
-        for name, offset, batch in source.batches():
-            try:
-                routed = run.native.route_by_id(batch, offset, 1, 0)
-            except InvalidInputError as error:
-                raise in_file(name, error) from None
-            ids.add(routed[4], read)
-            purged = run.native.forget_sweep_batch(canonical(batch, "records", False), forgets)
-            if purged.num_rows:
-                run.write(purged, "cause")
-            read += batch.num_rows
-            batches += 1
-            run.report("records", read)
-        if read == 0:
-            run.native.route_by_id(source.empty(), 0, 1, 0)
-        _check_unique(ids, source, "id")
-        if run.written == 0:
-            empty = pyarrow_module().Table.from_batches(
-                [], schema=canonical_schema("records", False)
-            )
-            run.write(run.native.forget_sweep_batch(empty, forgets), "cause")
-        run.note_spill()
-        publish(run.partial, target, overwrite)
-    return JobSummary(
-        job="forget-sweep",
-        output=str(target),
-        records=read,
-        tombstones=n_tombstones,
-        parts=batches,
-        rows=run.rows,
-        seconds=time.perf_counter() - run.started,
-        peak_spill_bytes=run.peak_spill,
-    )

@@ -5,7 +5,8 @@ an object with its ``kind`` and that kind's ids; instants are ISO-8601 strings
 with a UTC offset (``2026-07-30T12:00:00+00:00`` or ``...Z``). Reading is
 strict: a missing or unknown field, a duplicate key, a naive instant or any
 rule of ``docs/spec.md`` §1 raises ``InvalidInputError`` naming the line, the
-record and the field. Blank lines are skipped.
+record and the field. Blank lines are skipped. Files are read a line at a time, each
+line at most ``MAX_LINE_BYTES`` (16 MiB; ``_lines``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import IO, Any, TypeAlias, TypeGuard, TypeVar
 from memresolve import _arguments as arguments
 from memresolve import _validate as check
 from memresolve._inputs import ForgetTombstone, RetrievalContext
+from memresolve._lines import Source, numbered_lines
 from memresolve._records import RECORD_DEFAULTS, RECORD_FIELDS, MemoryRecord
 from memresolve._scopes import SCOPE_TYPES, Scope, make_scope, scope_owner
 from memresolve._types import SCOPE_ID_COLUMNS, SCOPE_OWNER_COLUMN
@@ -49,7 +51,6 @@ _ISO_INSTANT = re.compile(
     re.ASCII,
 )
 
-Source: TypeAlias = str | os.PathLike[str] | IO[str]
 JsonObject: TypeAlias = dict[str, Any]
 T = TypeVar("T")
 
@@ -306,58 +307,10 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
     return obj
 
 
-def _numbered_lines(source: Source) -> Iterator[tuple[str, int, str]]:
-    """(file name, 1-based line number, text) of every line; undecodable bytes are an error."""
-    if isinstance(source, str | os.PathLike):
-        # Decoded line by line, so that a bad byte is reported on its own line.
-        with arguments.path(source, "source").open("rb") as raw:
-            for number, data in enumerate(raw, start=1):
-                try:
-                    yield str(source), number, data.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InvalidInputError(
-                        f"{source} line {number}: not valid UTF-8 ({exc.reason})",
-                        kind=ErrorKind.INVALID_UNICODE,
-                        line=number,
-                    ) from None
-        return
-    if isinstance(source, bytes) or not isinstance(source, Iterable):
-        raise InvalidInputError(
-            f"source: expected a path or a text stream, got {type(source).__name__}",
-            kind=ErrorKind.WRONG_TYPE,
-            field="source",
-        )
-    name = getattr(source, "name", "<stream>")
-    name = name if isinstance(name, str) else "<stream>"
-    number = 0
-    lines = iter(source)
-    while True:
-        try:
-            line = next(lines)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:  # the stream decodes ahead, in chunks
-            raise InvalidInputError(
-                f"{name} after line {number}: not valid UTF-8 ({exc.reason})",
-                kind=ErrorKind.INVALID_UNICODE,
-                line=number + 1,
-            ) from None
-        number += 1
-        if not isinstance(line, str):
-            raise InvalidInputError(
-                f"{name} line {number}: expected text (str), got {type(line).__name__};"
-                " open the file in text mode",
-                kind=ErrorKind.WRONG_TYPE,
-                field="source",
-                line=number,
-            )
-        yield name, number, line
-
-
 def _read(source: Source, parse: Callable[[object], T]) -> list[T]:
     return [
         _parse_line(line, parse, name, number)
-        for name, number, line in _numbered_lines(source)
+        for name, number, line in numbered_lines(source)
         if line.strip()
     ]
 

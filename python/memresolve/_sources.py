@@ -2,9 +2,9 @@
 
 A ``Source`` yields ``(file, first row within the file, batch)`` with only the
 columns resolution reads, in batches of at most ``BATCH_ROWS`` rows, and never
-holds a whole input. Errors of the Parquet reader (a file that is not Parquet,
-a column whose type differs between files) become ``InvalidInputError``
-naming the file.
+holds a whole input. Every failure of a Parquet file (not Parquet, corrupt or
+truncated bytes, a column whose type differs between files, a file changed while
+it is read) is ``InvalidInputError`` naming the file (``_parquet_input``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from memresolve import _arguments as arguments
 from memresolve._arrow_input import (
     arrow_source,
     column_names,
@@ -24,7 +24,7 @@ from memresolve._arrow_input import (
     validated,
 )
 from memresolve._background import read_ahead
-from memresolve._canonical import NAME_COLUMNS
+from memresolve._parquet_input import ParquetInput, parquet_files
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
@@ -48,15 +48,15 @@ class Source:
         pa = pyarrow_module()
         self.what = what
         self._files: list[tuple[str, int]] = []  # (file, first row in the whole input)
-        # (name, metadata) of each Parquet file. A file is opened only while it is
-        # read: an open reader keeps the file's buffers, as much memory as the file.
-        self._dataset: list[tuple[str, Any]] | None = None
+        # Each Parquet file. A file is opened only while it is read: an open reader keeps
+        # the file's buffers, as much memory as the file.
+        self._dataset: list[ParquetInput] | None = None
         self._stream: Any = None
         self._table: Any = None  # an input already in memory: rows can be read again
         self._per_row: float | None = None
         if isinstance(data, str | os.PathLike):
-            self._dataset = _parquet_files(Path(data), what)
-            self.schema = self._dataset[0][1].schema.to_arrow_schema()
+            self._dataset = parquet_files(arguments.path(data, what), what)
+            self.schema = self._dataset[0].metadata.schema.to_arrow_schema()
         else:
             source = arrow_source(data, what)
             if isinstance(source, pa.RecordBatch):
@@ -86,7 +86,7 @@ class Source:
         try:
             present = column_names(self.schema, what)
         except InvalidInputError as error:  # the first file's fault: named with it
-            raise (in_file(self._dataset[0][0], error) if self._dataset else error) from None
+            raise (in_file(self._dataset[0].name, error) if self._dataset else error) from None
         self.columns = [name for name in columns if name in present]
 
     @property
@@ -97,7 +97,7 @@ class Source:
         """The rows of the input: from the Parquet metadata, or an in-memory table's (None:
         a stream, not known until it is read)."""
         if self._dataset is not None:
-            return sum(int(metadata.num_rows) for _, metadata in self._dataset)
+            return sum(file.rows for file in self._dataset)
         if self._table is not None:
             return int(self._table.num_rows)
         return None
@@ -118,15 +118,11 @@ class Source:
         """Arrow bytes per row of the columns read, from a sample of the first rows."""
         if self._per_row is None:
             self._per_row = 0.0
-            for name, metadata in self._dataset or ():
-                if metadata.num_rows:
-                    columns = self._columns_of(metadata)
-                    with _parquet().ParquetFile(
-                        name, read_dictionary=_names(metadata, columns)
-                    ) as file:
-                        # The first 8,192 rows, not the whole row group: it may be large.
-                        sample = next(file.iter_batches(batch_size=8_192, columns=columns))
-                    group_rows = metadata.row_group(0).num_rows
+            for file in self._dataset or ():
+                if file.rows:
+                    columns = self._columns_of(file.metadata)
+                    # The first 8,192 rows, not the whole row group: it may be large.
+                    sample, group_rows = file.first_rows(columns, 8_192)
                     self._per_row = _sample_bytes(sample, group_rows) / max(1, sample.num_rows)
                     break
         return self._per_row
@@ -153,41 +149,26 @@ class Source:
         present = set(column_names(metadata.schema.to_arrow_schema(), self.what))
         return [column for column in self.wanted if column in present]
 
-    def _file_batches(self, dataset: list[tuple[str, Any]]) -> Iterator[tuple[str, int, Any]]:
+    def _file_batches(self, dataset: list[ParquetInput]) -> Iterator[tuple[str, int, Any]]:
         pa = pyarrow_module()
         rows = 0
         batch_rows = self.batch_rows()
-        for name, metadata in dataset:
+        for file in dataset:
+            name = file.name
             self._files.append((name, rows))
             offset = 0
             try:
-                columns = self._columns_of(metadata)
-                with _parquet().ParquetFile(
-                    name, read_dictionary=_names(metadata, columns)
-                ) as file:
-                    for batch in file.iter_batches(batch_size=batch_rows, columns=columns):
-                        if batch.num_rows:
-                            yield name, offset, batch
-                            offset += batch.num_rows
-                    if offset == 0:  # no rows: its columns are checked all the same
-                        schema = pa.schema([file.schema_arrow.field(c) for c in columns])
-                        yield name, 0, pa.RecordBatch.from_pylist([], schema=schema)
+                columns = self._columns_of(file.metadata)
+                for batch in file.batches(columns, batch_rows):
+                    if batch.num_rows:
+                        yield name, offset, batch
+                        offset += batch.num_rows
+                if offset == 0:  # no rows: its columns are checked all the same
+                    arrow_schema = file.metadata.schema.to_arrow_schema()
+                    schema = pa.schema([arrow_schema.field(c) for c in columns])
+                    yield name, 0, pa.RecordBatch.from_pylist([], schema=schema)
             except InvalidInputError as error:
                 raise (error if error.file else in_file(name, error)) from None
-            except (
-                pa.ArrowInvalid,
-                pa.ArrowTypeError,
-                pa.ArrowNotImplementedError,
-                KeyError,
-                ValueError,
-            ) as exc:
-                raise InvalidInputError(
-                    f"{name}: {self.what}: the file cannot be read as this input"
-                    f" ({type(exc).__name__}: {exc})",
-                    kind=ErrorKind.MALFORMED,
-                    field=self.what,
-                    file=name,
-                ) from exc
             rows += offset
 
     def _stream_batches(self) -> Iterator[tuple[str, int, Any]]:
@@ -234,80 +215,8 @@ class Source:
         if self._dataset is None:
             return None
         name, within = self.place(row)
-        pq = _parquet()
-        table = pq.read_table(name, columns=[column])
-        return table.column(column)[within].as_py()
-
-
-def _parquet_files(path: Path, what: str) -> list[tuple[str, Any]]:
-    """The Parquet files of ``path`` (a file, or a directory read recursively, in name
-    order, skipping names that start with ``.`` or ``_`` as Spark and Hive leave them)."""
-    pq = _parquet()
-    pa = pyarrow_module()
-    if not path.exists():
-        raise FileNotFoundError(f"{what}: no such file or directory: {path}")
-    if path.is_dir():
-        names = sorted(
-            candidate
-            for candidate in path.rglob("*")
-            if candidate.is_file()
-            and not any(part.startswith((".", "_")) for part in candidate.relative_to(path).parts)
-        )
-    else:
-        names = [path]
-    if not names:
-        raise InvalidInputError(
-            f"{path}: {what}: the directory holds no Parquet files",
-            kind=ErrorKind.MALFORMED,
-            field=what,
-            file=str(path),
-        )
-    files = []
-    for name in names:
-        try:
-            metadata = pq.read_metadata(str(name))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
-            raise InvalidInputError(
-                f"{name}: {what}: not a Parquet file ({exc})",
-                kind=ErrorKind.MALFORMED,
-                field=what,
-                file=str(name),
-            ) from exc
-        files.append((str(name), metadata))
-    return files
-
-
-def _names(metadata: Any, columns: list[str]) -> list[str]:
-    """The string columns of ``columns`` to read from a Parquet file as dictionaries: the
-    names (``NAME_COLUMNS``) that the file stores dictionary-encoded in every row group.
-
-    Read so, they are decoded without a string per row (a quarter less decoding at 10M
-    records). A column chunk whose writer gave up on its dictionary (too many distinct
-    values: the rest of its pages are plain strings) is not: pyarrow would then build a
-    dictionary per batch holding every value seen so far in the row group. Its data pages
-    tell: dictionary indices never take more than 4 bytes a value, plain strings do.
-    """
-    pa = pyarrow_module()
-    schema = metadata.schema.to_arrow_schema()
-    names = [
-        name
-        for name in columns
-        if name in NAME_COLUMNS
-        and (
-            pa.types.is_string(schema.field(name).type)
-            or pa.types.is_large_string(schema.field(name).type)
-        )
-    ]
-    positions = {metadata.schema.column(index).path: index for index in range(metadata.num_columns)}
-    return [
-        name
-        for name in names
-        if name in positions
-        and all(
-            _dictionary_encoded(metadata.row_group(group).column(positions[name]))
-            for group in range(metadata.num_row_groups)
-        )
-    ]
+        file = next(file for file in self._dataset if file.name == name)
+        return file.value_at(column, within)
 
 
 def _sample_bytes(sample: Any, group_rows: int) -> float:
@@ -324,16 +233,6 @@ def _sample_bytes(sample: Any, group_rows: int) -> float:
     return total
 
 
-def _dictionary_encoded(chunk: Any) -> bool:
-    """Whether a Parquet column chunk holds only dictionary indices past its dictionary
-    page (by size: indices never take more than 4 bytes a value)."""
-    start = chunk.dictionary_page_offset
-    if not chunk.has_dictionary_page or not start or chunk.data_page_offset <= start:
-        return False
-    data = chunk.total_compressed_size - (chunk.data_page_offset - start)
-    return bool(data <= 4 * max(1, chunk.num_values))
-
-
 def _interrupted(error: Exception) -> bool:
     """Whether a stream failed because its Python producer was interrupted (Ctrl-C): the
     Arrow C stream reports that as an ``ArrowInvalid`` whose text holds the traceback,
@@ -347,10 +246,6 @@ def _interrupted(error: Exception) -> bool:
 
 #: A ``KeyboardInterrupt``'s exception line, with or without a message.
 _INTERRUPTION = re.compile(r"KeyboardInterrupt(?::.*)?")
-
-
-def _parquet() -> Any:
-    return __import__("pyarrow.parquet", fromlist=["read_table"])
 
 
 def in_file(name: str, error: InvalidInputError) -> InvalidInputError:
