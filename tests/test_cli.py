@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,28 @@ def test_the_store_demo_forgets_through_the_file(
     # Run again: the file is replaced, not added to.
     assert main(["demo", "--store", str(path)]) == 0
     assert "Stored 14 records" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["text", "sqlite", "store"])
+def test_regression_the_store_demo_never_replaces_a_file_it_did_not_write(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
+) -> None:
+    """``demo --store FILE`` deleted FILE and its log whatever FILE was."""
+    path = tmp_path / "mine.db"
+    if kind == "text":
+        path.write_text("my notes\n", encoding="utf-8")
+    elif kind == "sqlite":
+        connection = sqlite3.connect(path)
+        connection.execute("CREATE TABLE mine (x)")
+        connection.commit()
+        connection.close()
+    else:
+        with mr.MemoryStore(path) as store:
+            store.add([inferred_harbor.corrected("Rex", at=day(3), id="mine-1")])
+    before = path.read_bytes()
+    assert main(["demo", "--store", str(path)]) == 2
+    assert "not a store the demo wrote" in capsys.readouterr().err
+    assert path.read_bytes() == before
 
 
 def test_demo_as_json_follows_the_story(capsys: pytest.CaptureFixture[str]) -> None:

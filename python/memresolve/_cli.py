@@ -118,8 +118,8 @@ def _parser() -> argparse.ArgumentParser:
         "--store",
         type=Path,
         metavar="FILE",
-        help="keep the story in a MemoryStore file (replaced), forget through it, and show"
-        " that the forgotten text left the file",
+        help="keep the story in a MemoryStore file (replacing only an earlier demo's), forget "
+        "through it, and show that the forgotten text left the file",
     )
 
     files = commands.add_parser(

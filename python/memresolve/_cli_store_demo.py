@@ -7,6 +7,7 @@ longer holds that text, and resolves again.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -16,6 +17,7 @@ from memresolve._inputs import ForgetTombstone, RetrievalContext
 from memresolve._records import MemoryRecord
 from memresolve._result import Resolution
 from memresolve._store import MemoryStore
+from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["run_store_demo"]
 
@@ -28,6 +30,30 @@ def _file_holds(path: Path, text: str) -> bool:
         for candidate in (path, path.with_name(path.name + "-wal"))
         if candidate.exists()
     )
+
+
+def _check_demo_store(path: Path, story: set[str]) -> None:
+    """Refuses ``path`` unless it is a store file holding only the story's records: the
+    demo replaces its own earlier output, never a file of the user's."""
+    held: set[str] | None = None
+    if path.is_file() and not path.is_symlink():
+        try:
+            # Read-only, and not through MemoryStore, which would migrate an older file.
+            connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                held = {row[0] for row in connection.execute("SELECT id FROM records")}
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            held = None
+    if held is None or not held <= story:
+        raise InvalidInputError(
+            f"store: {path} exists and is not a store the demo wrote; it is left as it is "
+            "(give another path, or remove it)",
+            kind=ErrorKind.INCONSISTENT,
+            field="store",
+            file=str(path),
+        )
 
 
 def _show(out: TextIO, contexts: Sequence[RetrievalContext], results: list[Resolution]) -> None:
@@ -48,8 +74,15 @@ def run_store_demo(
     tombstones: Sequence[ForgetTombstone],
     out: TextIO,
 ) -> None:
-    """The demo on a store at ``path`` (replaced if it exists)."""
+    """The demo on a store at ``path``, replaced if it exists and is an earlier run's.
+
+    Raises:
+        InvalidInputError: ``path`` exists and is not a store the demo wrote (``store``):
+            nothing is removed.
+    """
     path = arguments.path(path, "store")  # checked before anything is removed
+    if path.exists() or path.is_symlink():
+        _check_demo_store(path, {record.id for record in records})
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
