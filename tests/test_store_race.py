@@ -16,7 +16,7 @@ TURNS = int(os.environ.get("MEMRESOLVE_RACE_TURNS", "40000"))
 
 
 def test_every_answer_is_one_of_a_committed_state(tmp_path: Path) -> None:
-    report = race(TURNS, seed=1, directory=tmp_path)
+    report = race(TURNS, seed=1, pause=0.001, directory=tmp_path)
     assert report.states >= 200, f"the writer committed only {report.states} writes"
     assert report.wrong == (), (
         f"{len(report.wrong)} of {report.turns} turns, {report.states} states"

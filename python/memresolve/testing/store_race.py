@@ -3,7 +3,7 @@ against the states the writer committed.
 
 The writer plays an endless seeded sequence of writes (adds, corrections, forgets,
 ``erase_user``, ``normalize``) on a few users, and announces each in memory both
-processes map (two counters, read without delay) before it starts (``started = N``)
+processes share (two counters, read without delay) before it starts (``started = N``)
 and after it commits (``done = N``). The checker resolves the users' contexts through
 its own ``MemoryStore`` of the file, as fast as it can; an answer that began when
 ``done`` was ``lo`` and ended when ``started`` was ``hi`` must equal the answer of one
@@ -19,10 +19,8 @@ suite runs a short one).
 from __future__ import annotations
 
 import argparse
-import mmap
+import multiprocessing
 import random
-import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import memresolve as mr
 
@@ -106,48 +104,15 @@ def _play(store: mr.MemoryStore, operation: str, argument: object) -> None:
         store.normalize(_START + timedelta(days=cast("float", argument)))
 
 
-class _Counters:
-    """Two counters in a file both processes map: the last write started, the last done."""
-
-    SIZE = 16
-
-    def __init__(self, path: Path) -> None:
-        self._file = path.open("r+b")
-        self._map = mmap.mmap(self._file.fileno(), self.SIZE)
-
-    @classmethod
-    def create(cls, path: Path) -> _Counters:
-        path.write_bytes(bytes(cls.SIZE))
-        return cls(path)
-
-    @property
-    def started(self) -> int:
-        value: int = struct.unpack_from("<q", self._map, 0)[0]
-        return value
-
-    @property
-    def done(self) -> int:
-        value: int = struct.unpack_from("<q", self._map, 8)[0]
-        return value
-
-    def start(self, number: int) -> None:
-        struct.pack_into("<q", self._map, 0, number)
-
-    def finish(self, number: int) -> None:
-        struct.pack_into("<q", self._map, 8, number)
-
-    def close(self) -> None:
-        self._map.close()
-        self._file.close()
-
-
-def _writer(seed: int, path: str, counters_path: str) -> None:
+def _writer(seed: int, path: str, started: Any, done: Any, pause: float) -> None:
     store = mr.MemoryStore(path)
-    counters = _Counters(Path(counters_path))
+    rng = random.Random(seed)
     for number, (operation, argument) in enumerate(writes(seed), start=1):
-        counters.start(number)
+        started.value = number
         _play(store, operation, argument)
-        counters.finish(number)
+        done.value = number
+        if pause:
+            time.sleep(rng.uniform(0, 2 * pause))
 
 
 def _answer(resolution: mr.Resolution) -> tuple[object, ...]:
@@ -166,6 +131,7 @@ class _Expected:
         self._model = mr.MemoryStore()
         self._answers: dict[int, tuple[tuple[object, ...], ...]] = {0: self._now()}
         self._state = 0
+        self._oldest = 0
 
     def _now(self) -> tuple[tuple[object, ...], ...]:
         return tuple(_answer(self._model.resolve(context)) for context in CONTEXTS)
@@ -176,8 +142,9 @@ class _Expected:
             _play(self._model, operation, argument)
             self._state += 1
             self._answers[self._state] = self._now()
-        for old in [state for state in self._answers if state < low]:
-            del self._answers[old]
+        while self._oldest < low:  # states no later turn can see
+            self._answers.pop(self._oldest, None)
+            self._oldest += 1
         return [self._answers[state][context] for state in range(low, high + 1)]
 
 
@@ -193,56 +160,53 @@ class RaceReport:
 
 
 def race(
-    turns: int, *, seed: int = 0, min_states: int = 200, directory: Path | None = None
+    turns: int,
+    *,
+    seed: int = 0,
+    min_states: int = 200,
+    pause: float = 0.0,
+    directory: Path | None = None,
 ) -> RaceReport:
     """Resolves at least ``turns`` turns while another process writes, and more until it has
-    committed ``min_states`` writes meanwhile (for at most a minute); see the module
-    docstring."""
+    committed ``min_states`` writes meanwhile (for at most a minute); the writer pauses
+    between writes for ``pause`` seconds on average (0: it writes as fast as it can, and
+    nearly every turn reads the file); see the module docstring."""
+    processes = multiprocessing.get_context("spawn")
+    started, done = processes.Value("q", 0), processes.Value("q", 0)
     with tempfile.TemporaryDirectory(dir=directory) as where:
         path = str(Path(where) / "race.db")
         mr.MemoryStore(path).close()  # created before either process opens it
-        counters = _Counters.create(Path(where) / "counters")
-        writer = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "memresolve.testing.store_race",
-                "--write",
-                path,
-                str(seed),
-                str(Path(where) / "counters"),
-            ]
+        writer = processes.Process(
+            target=_writer, args=(seed, path, started, done, pause), daemon=True
         )
+        writer.start()
         try:
             expected = _Expected(seed)
             deadline = time.monotonic() + 60
-            while counters.done < 1 and writer.poll() is None and time.monotonic() < deadline:
+            while done.value < 1 and writer.is_alive() and time.monotonic() < deadline:
                 time.sleep(0.01)  # the writer is importing: race it, not its start-up
             store = mr.MemoryStore(path)
             wrong: list[tuple[int, int, int]] = []
-            started = time.perf_counter()
+            started_at = time.perf_counter()
             turn = 0
-            first = counters.done
+            first = done.value
             # At least ``turns`` turns, and on, within a minute, until the writer has
             # committed ``min_states`` writes among them (a loaded machine slows it).
             deadline = time.monotonic() + 60
-            while turn < turns or (
-                counters.done - first < min_states and time.monotonic() < deadline
-            ):
+            while turn < turns or (done.value - first < min_states and time.monotonic() < deadline):
                 turn += 1
                 which = turn % len(CONTEXTS)
-                low = counters.done
+                low = done.value
                 answer = _answer(store.resolve(CONTEXTS[which]))
-                high = counters.started
+                high = started.value
                 if answer not in expected.answers(low, high, which):
                     wrong.append((turn, low, high))
-            seconds = time.perf_counter() - started
-            states = counters.done - first
+            seconds = time.perf_counter() - started_at
+            states = done.value - first
             store.close()
         finally:
             writer.kill()
-            writer.wait()
-            counters.close()
+            writer.join()
     return RaceReport(turn, states, seconds, tuple(wrong))
 
 
@@ -250,12 +214,14 @@ def main(arguments: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m memresolve.testing.store_race")
     parser.add_argument("--turns", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.001,
+        help="the writer's average pause between writes, in seconds (default 0.001)",
+    )
     args = parser.parse_args(arguments)
-    if args.write:
-        _writer(int(args.write[1]), args.write[0], args.write[2])
-        return 0
-    report = race(args.turns, seed=args.seed)
+    report = race(args.turns, seed=args.seed, pause=args.pause)
     print(
         f"{report.turns} turns in {report.seconds:.1f} s while {report.states} writes "
         f"committed; {len(report.wrong)} answers outside the committed states"
