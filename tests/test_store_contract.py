@@ -425,3 +425,53 @@ def test_an_older_sqlite_than_the_erasure_was_tested_on_is_refused(
     with pytest.raises(mr.StoreError, match=r"needs SQLite 3\.37\.0 or later"):
         mr.MemoryStore(tmp_path / "m.db")
     assert not (tmp_path / "m.db").exists()
+
+
+def test_an_erasure_a_full_disk_holds_back_says_so_and_finishes_once_there_is_room() -> None:
+    """The forget commits (its log frames fit) but copying the log into the file needs room
+    the disk lacks: the warning names the full disk (it blamed "another connection"), and a
+    wipe once there is room finishes it."""
+    done = on_a_small_file_system(
+        f"""
+        import os, warnings
+        from datetime import UTC, datetime
+        import memresolve as mr
+
+        def record(n, value):
+            return mr.MemoryRecord(
+                id=f"m{{n}}", key=f"k{{n % 7}}", value=value, scope=mr.UserScope("u"),
+                authority="model-inferred", confidence=0.5,
+                valid_from=datetime(2026, 7, 1, tzinfo=UTC))
+
+        store = mr.MemoryStore("/mnt/small/m.db")
+        # About 2 MB in the log, not yet copied into the file (under SQLite's 1,000 pages).
+        store.add([record(n, "{CANARY}" + "x" * 3_000) for n in range(600)])
+        filler = os.open("/mnt/small/filler", os.O_CREAT | os.O_WRONLY, 0o600)
+        try:
+            while True:
+                os.write(filler, bytes(65_536))
+        except OSError:
+            pass
+        os.ftruncate(filler, os.fstat(filler).st_size - 1_000_000)  # leave about 1 MB
+        os.close(filler)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            erased = store.forget("k0", mr.UserScope("u"),
+                                  forgotten_at=datetime(2026, 7, 5, tzinfo=UTC))
+        assert erased, "the forget committed"
+        messages = [str(w.message) for w in caught if w.category is mr.ErasureDelayedWarning]
+        assert messages and "the disk is full" in messages[0], messages
+        assert "another connection" not in messages[0]
+        os.remove("/mnt/small/filler")
+        assert store.wipe() is True
+        raw = b"".join(open(p, "rb").read() for p in
+                       ("/mnt/small/m.db", "/mnt/small/m.db-wal") if os.path.exists(p))
+        kept = raw.count(b"{CANARY}")
+        assert kept == 600 - len(erased), (kept, len(erased))
+        store.close()
+        print("ok")
+        """,
+        size="8m",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ok" in done.stdout
