@@ -19,6 +19,7 @@ __all__ = [
     "arrow_source",
     "as_table",
     "column_names",
+    "mended",
     "native_input",
     "plain",
     "pyarrow_module",
@@ -99,7 +100,7 @@ def as_table(data: object, what: str) -> pa.Table:
         if hasattr(data, "__arrow_c_stream__"):
             reader = pa.RecordBatchReader.from_stream(data)
         elif hasattr(data, "__arrow_c_array__"):
-            return as_table(pa.record_batch(data), what)
+            return as_table(mended(pa.record_batch(data)), what)
         else:
             raise _not_arrow(what, type(data).__name__)
     except InvalidInputError:
@@ -107,11 +108,63 @@ def as_table(data: object, what: str) -> pa.Table:
     except Exception as exc:  # whatever the producer raised
         raise _not_arrow(what, f"{type(data).__name__} ({type(exc).__name__}: {exc})") from exc
     try:
-        table = reader.read_all()
+        table = mended(reader.read_all())
     except Exception as exc:  # whatever the stream raised
         raise _stream_failed(what, exc) from exc
     column_names(table, what)
     return validated(plain(table, what), what)
+
+
+def mended(data: Any) -> Any:
+    """``data``, a pyarrow table or batch just imported through the Arrow C data interface,
+    with the defect pyarrow's importer adds to valid data mended.
+
+    pyarrow (26.0.1 at least) imports an array of no rows at a non-zero offset with
+    buffers too small for that offset (its values: none at all): an empty chunk of a column
+    chunked anywhere, a sliced table of no rows, the empty dictionary of a chunk whose rows
+    are all null. Valid where it was made, such an array is then refused by pyarrow's own
+    validation (a ``string_view``: "View buffer size ... isn't large enough"), and written
+    by its IPC writer as a spill file that cannot be read back (a negative buffer length).
+    It holds no value: it is replaced by an empty array of its type. Nothing else is
+    touched, and nothing is rebuilt when no such array is there. Arrays nested in lists or
+    structs are left as they are: no reader spills them, and pyarrow's validation of them
+    passes.
+    """
+    pa = pyarrow_module()
+    if isinstance(data, pa.RecordBatch):
+        arrays = [_mended_array(array) for array in data.columns]
+        if all(new is old for new, old in zip(arrays, data.columns, strict=True)):
+            return data
+        return pa.RecordBatch.from_arrays(arrays, schema=data.schema)
+    columns = [[_mended_array(chunk) for chunk in column.chunks] for column in data.columns]
+    if all(
+        new is old
+        for chunks, column in zip(columns, data.columns, strict=True)
+        for new, old in zip(chunks, column.chunks, strict=True)
+    ):
+        return data
+    rebuilt = [
+        pa.chunked_array(chunks, column.type)
+        for chunks, column in zip(columns, data.columns, strict=True)
+    ]
+    return pa.Table.from_arrays(rebuilt, schema=data.schema)
+
+
+def _mended_array(array: Any) -> Any:
+    """``array``, or in its place the same rows in buffers of the right size, when
+    pyarrow's import gave it buffers sized for no offset (``mended``)."""
+    pa = pyarrow_module()
+    if not len(array) and array.offset:
+        return pa.nulls(0, array.type)  # ``pa.array([])`` has no converter for every type
+    if pa.types.is_dictionary(array.type):
+        values = array.dictionary
+        if not len(values) and values.offset:
+            # No value, so every index is null: the same rows over an empty dictionary.
+            # Not checked here (``safe=False``): a non-null index over no value is
+            # reported by ``validated`` as bad data in its column.
+            empty = pa.nulls(0, values.type)
+            return pa.DictionaryArray.from_arrays(array.indices, empty, safe=False)
+    return array
 
 
 def validated(data: Any, what: str) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 from memresolve._arrow_input import (
     arrow_source,
     column_names,
+    mended,
     plain,
     pyarrow_module,
     validated,
@@ -171,7 +172,7 @@ class Source:
                             offset += batch.num_rows
                     if offset == 0:  # no rows: its columns are checked all the same
                         schema = pa.schema([file.schema_arrow.field(c) for c in columns])
-                        yield name, 0, pa.RecordBatch.from_pylist([], schema=schema)
+                        yield name, 0, _no_rows(schema)
             except InvalidInputError as error:
                 raise (error if error.file else in_file(name, error)) from None
             except (
@@ -206,7 +207,7 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = validated(plain(batch.select(self.columns), self.what), self.what)
+            batch = validated(plain(mended(batch.select(self.columns)), self.what), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
@@ -215,8 +216,7 @@ class Source:
     def empty(self) -> Any:
         """A batch with no rows and the columns read (to check a table that has none)."""
         pa = pyarrow_module()
-        schema = pa.schema([self.schema.field(name) for name in self.columns])
-        return pa.RecordBatch.from_pylist([], schema=schema)
+        return _no_rows(pa.schema([self.schema.field(name) for name in self.columns]))
 
     def place(self, row: int) -> tuple[str, int]:
         """The file, and the row within it, of the whole input's ``row``."""
@@ -237,6 +237,13 @@ class Source:
         pq = _parquet()
         table = pq.read_table(name, columns=[column])
         return table.column(column)[within].as_py()
+
+
+def _no_rows(schema: Any) -> Any:
+    """A batch of ``schema`` with no rows. Not ``from_pylist([])``: pyarrow has no converter
+    from Python for some types the readers accept (a dictionary of string views)."""
+    pa = pyarrow_module()
+    return pa.RecordBatch.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
 
 
 def _parquet_files(path: Path, what: str) -> list[tuple[str, Any]]:
