@@ -3,7 +3,7 @@ gives the answer (or the error: kind, field, row, record id) that the reference 
 same data laid out plainly, however the input is chunked, sliced and typed
 (``docs/spec.md`` §4.1).
 
-The readers here are every entry point
+The layouts come from ``memresolve.testing.layouts``. The readers here are every entry point
 that reads the batch form's tables in memory: ``resolve_batch``, its streamed form,
 ``normalize_batch``, ``forget_sweep_batch``, the three ``*_from_arrow`` converters and
 ``MemoryStore.add_arrow``. The dataset jobs and the Spark executors are in
@@ -17,6 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 import memresolve as mr
 from batch_rows import (
@@ -26,12 +28,13 @@ from batch_rows import (
     over_an_empty_dictionary,
     story_tables,
 )
+from conftest import PARITY_EXAMPLES
 from memresolve._backend import available_backends
 from memresolve._job_kernels import get_jobs
 from memresolve._kernels import get_batch_resolver, get_streamed_batch_resolver
 from memresolve.testing import BASE_NOW
 from memresolve.testing.batch_store import generate
-from memresolve.testing.layouts import StoreLayout, Tables
+from memresolve.testing.layouts import StoreLayout, Tables, store_layouts
 
 BACKENDS = available_backends()
 
@@ -161,6 +164,41 @@ def assert_every_reader_agrees(
         assert got == expected, (name, got, expected)
         answers.append(expected)
     return answers
+
+
+def _described(layout: StoreLayout, answers: list[Outcome], *, streamed: bool) -> None:
+    """Events, so that a run shows which layouts and outcomes it covered."""
+    event(f"streamed: {streamed}")
+    event(f"first reader: {'error' if answers[0].error else 'answer'}")
+    chunks = [chunk for table in layout.laid for column in table.columns for chunk in column.chunks]
+    if any(not len(chunk) and chunk.offset for chunk in chunks):
+        event("an empty chunk at an offset")
+    for kind in ("dictionary", "string_view", "large_string", "null"):
+        if any(getattr(pa.types, f"is_{kind}")(chunk.type) for chunk in chunks):
+            event(f"a {kind} column")
+
+
+LAYOUT_EXAMPLES = max(60, PARITY_EXAMPLES // 15)
+
+
+@settings(max_examples=LAYOUT_EXAMPLES)
+@given(
+    store_layouts(),
+    st.fixed_dictionaries(
+        {
+            "include_excluded": st.booleans(),
+            "with_values": st.booleans(),
+            "max_bytes": st.sampled_from([1, 400, 64 << 20]),
+        }
+    ),
+    st.booleans(),
+    st.one_of(st.none(), st.integers(1, 5)),
+)
+def test_parity_every_reader_on_every_layout(
+    layout: StoreLayout, options: dict[str, Any], streamed: bool, batch_rows: int | None
+) -> None:
+    answers = assert_every_reader_agrees(layout, options, streamed=streamed, batch_rows=batch_rows)
+    _described(layout, answers, streamed=streamed)
 
 
 # The layouts that failed, by name ---------------------------------------------------------
