@@ -65,7 +65,7 @@ class Source:
             if isinstance(source, pa.Table):
                 # Checked whole before it is exported as a stream: pyarrow's export of a
                 # table with a column shorter than the table crashes the interpreter.
-                self._table = source = validated(plain(source, what), what)
+                self._table = source = validated(plain(mended(source), what), what)
             if not hasattr(source, "__arrow_c_stream__"):
                 raise InvalidInputError(
                     f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
@@ -207,7 +207,9 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = validated(plain(mended(batch.select(self.columns)), self.what), self.what)
+            # Mended for the spill: each batch is written to an IPC file as it is.
+            selected = mended(batch.select(self.columns), to_spill=True)
+            batch = validated(plain(selected, self.what), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
