@@ -30,7 +30,6 @@ from batch_rows import (
     story_tables,
 )
 from conftest import PARITY_EXAMPLES
-from memresolve._backend import available_backends
 from memresolve._canonical import read_columns
 from memresolve._spark_jobs import _normalize_partitions, _sweep_partitions
 from memresolve._validate import to_micros
@@ -40,7 +39,7 @@ from memresolve.testing import BASE_NOW
 from memresolve.testing.layouts import StoreLayout, Tables, layouts, store_layouts
 
 pytestmark = pytest.mark.skipif(
-    "native" not in available_backends(),
+    mr.backend_name() != "native",
     reason="the dataset jobs and the Spark executors run on the compiled core",
 )
 
