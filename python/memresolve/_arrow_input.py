@@ -19,6 +19,7 @@ __all__ = [
     "arrow_source",
     "as_table",
     "column_names",
+    "mended",
     "native_input",
     "plain",
     "pyarrow_module",
@@ -91,15 +92,15 @@ def as_table(data: object, what: str) -> pa.Table:
     data = arrow_source(data, what)
     if isinstance(data, pa.Table):
         column_names(data, what)
-        return validated(plain(data, what), what)
+        return validated(plain(mended(data), what), what)
     if isinstance(data, pa.RecordBatch):
         column_names(data, what)
-        return validated(pa.Table.from_batches([plain(data, what)]), what)
+        return validated(pa.Table.from_batches([plain(mended(data), what)]), what)
     try:
         if hasattr(data, "__arrow_c_stream__"):
             reader = pa.RecordBatchReader.from_stream(data)
         elif hasattr(data, "__arrow_c_array__"):
-            return as_table(pa.record_batch(data), what)
+            return as_table(mended(pa.record_batch(data)), what)
         else:
             raise _not_arrow(what, type(data).__name__)
     except InvalidInputError:
@@ -107,11 +108,85 @@ def as_table(data: object, what: str) -> pa.Table:
     except Exception as exc:  # whatever the producer raised
         raise _not_arrow(what, f"{type(data).__name__} ({type(exc).__name__}: {exc})") from exc
     try:
-        table = reader.read_all()
+        table = mended(reader.read_all())
     except Exception as exc:  # whatever the stream raised
         raise _stream_failed(what, exc) from exc
     column_names(table, what)
     return validated(plain(table, what), what)
+
+
+def mended(data: Any, *, to_spill: bool = False) -> Any:
+    """``data``, a pyarrow table or batch (imported through the Arrow C data interface, by
+    us or by the caller), with the defect pyarrow's importer adds to valid data mended.
+
+    pyarrow (26.0.1 at least) imports an array of no rows at a non-zero offset with
+    buffers too small for that offset (its values: none at all): an empty chunk of a column
+    chunked anywhere, a sliced table of no rows, the empty dictionary of a chunk whose rows
+    are all null. Valid where it was made, such an array of string views is then refused by
+    pyarrow's own validation ("View buffer size ... isn't large enough"), and one of any
+    type is written by its IPC writer as a file that cannot be read back (a negative buffer
+    length). It holds no value: it is replaced by an empty array of its type. By default
+    only string and binary views are mended (what validation refuses; the readers read the
+    rest as it is); ``to_spill`` mends every type, for a batch the dataset jobs spill.
+    Nothing else is touched, and nothing is rebuilt when no such array is there. Arrays
+    nested in lists or structs are left as they are: no reader spills them, and pyarrow's
+    validation of them passes.
+    """
+    pa = pyarrow_module()
+    types = [field.type for field in data.schema]
+    if not to_spill and not any(_holds_views(kind) for kind in types):
+        return data  # the usual case: no column to look at, chunk by chunk
+    if isinstance(data, pa.RecordBatch):
+        arrays = _mended_arrays(data.columns, types, to_spill)
+        return data if arrays is None else pa.RecordBatch.from_arrays(arrays, schema=data.schema)
+    columns = list(data.columns)
+    changed = False
+    for position, (column, kind) in enumerate(zip(columns, types, strict=True)):
+        chunks = _mended_arrays(column.chunks, [kind] * column.num_chunks, to_spill)
+        if chunks is not None:
+            columns[position] = pa.chunked_array(chunks, kind)
+            changed = True
+    return pa.Table.from_arrays(columns, schema=data.schema) if changed else data
+
+
+def _mended_arrays(arrays: list[Any], types: list[Any], to_spill: bool) -> list[Any] | None:
+    """``arrays`` (of ``types``), each mended by ``_mended_array``; None if none needed it."""
+    mended_arrays = [
+        _mended_array(array, kind, to_spill) for array, kind in zip(arrays, types, strict=True)
+    ]
+    if all(array is None for array in mended_arrays):
+        return None
+    return [old if new is None else new for new, old in zip(mended_arrays, arrays, strict=True)]
+
+
+def _holds_views(kind: Any) -> bool:
+    """Whether a column of ``kind`` is of string or binary views, or a dictionary of them."""
+    pa = pyarrow_module()
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return any(
+        getattr(pa.types, test, lambda _: False)(kind)
+        for test in ("is_string_view", "is_binary_view")
+    )
+
+
+def _mended_array(array: Any, kind: Any, to_spill: bool) -> Any:
+    """In place of ``array`` (of type ``kind``), the same rows in buffers of the right size
+    when pyarrow's import gave it buffers sized for no offset (``mended``); else None."""
+    pa = pyarrow_module()
+    if not (to_spill or _holds_views(kind)):
+        return None
+    if not len(array) and array.offset:
+        return pa.nulls(0, kind)  # ``pa.array([])`` has no converter for every type
+    if pa.types.is_dictionary(kind):
+        values = array.dictionary
+        if not len(values) and values.offset:
+            # No value, so every index is null: the same rows over an empty dictionary.
+            # Not checked here (``safe=False``): a non-null index over no value is
+            # reported by ``validated`` as bad data in its column.
+            empty = pa.nulls(0, values.type)
+            return pa.DictionaryArray.from_arrays(array.indices, empty, safe=False)
+    return None
 
 
 def validated(data: Any, what: str) -> Any:

@@ -19,6 +19,7 @@ from memresolve import _arguments as arguments
 from memresolve._arrow_input import (
     arrow_source,
     column_names,
+    mended,
     plain,
     pyarrow_module,
     validated,
@@ -64,7 +65,7 @@ class Source:
             if isinstance(source, pa.Table):
                 # Checked whole before it is exported as a stream: pyarrow's export of a
                 # table with a column shorter than the table crashes the interpreter.
-                self._table = source = validated(plain(source, what), what)
+                self._table = source = validated(plain(mended(source), what), what)
             if not hasattr(source, "__arrow_c_stream__"):
                 raise InvalidInputError(
                     f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
@@ -166,7 +167,7 @@ class Source:
                 if offset == 0:  # no rows: its columns are checked all the same
                     arrow_schema = file.metadata.schema.to_arrow_schema()
                     schema = pa.schema([arrow_schema.field(c) for c in columns])
-                    yield name, 0, pa.RecordBatch.from_pylist([], schema=schema)
+                    yield name, 0, _no_rows(schema)
             except InvalidInputError as error:
                 raise (error if error.file else in_file(name, error)) from None
             rows += offset
@@ -187,7 +188,9 @@ class Source:
                     kind=ErrorKind.MALFORMED,
                     field=self.what,
                 ) from exc
-            batch = validated(plain(batch.select(self.columns), self.what), self.what)
+            # Mended for the spill: each batch is written to an IPC file as it is.
+            selected = mended(batch.select(self.columns), to_spill=True)
+            batch = validated(plain(selected, self.what), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
@@ -196,8 +199,7 @@ class Source:
     def empty(self) -> Any:
         """A batch with no rows and the columns read (to check a table that has none)."""
         pa = pyarrow_module()
-        schema = pa.schema([self.schema.field(name) for name in self.columns])
-        return pa.RecordBatch.from_pylist([], schema=schema)
+        return _no_rows(pa.schema([self.schema.field(name) for name in self.columns]))
 
     def place(self, row: int) -> tuple[str, int]:
         """The file, and the row within it, of the whole input's ``row``."""
@@ -217,6 +219,13 @@ class Source:
         name, within = self.place(row)
         file = next(file for file in self._dataset if file.name == name)
         return file.value_at(column, within)
+
+
+def _no_rows(schema: Any) -> Any:
+    """A batch of ``schema`` with no rows. Not ``from_pylist([])``: pyarrow has no converter
+    from Python for some types the readers accept (a dictionary of string views)."""
+    pa = pyarrow_module()
+    return pa.RecordBatch.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
 
 
 def _sample_bytes(sample: Any, group_rows: int) -> float:

@@ -10,6 +10,8 @@ use arrow_array::{
 use arrow_schema::{Field, Schema};
 
 use super::{read_contexts, read_records, read_tombstones, Table};
+
+mod layouts;
 use crate::batch::intern::NO_ROW;
 use crate::error::{Error, ErrorKind};
 use crate::model::{Authority, ScopeKind, Status};

@@ -9,10 +9,12 @@
 //! offset on a character boundary: then every string, null slots included,
 //! is UTF-8.
 //!
-//! One difference from Arrow, on purpose: Arrow refuses an empty string whose
+//! Two differences from Arrow, on purpose. Arrow refuses an empty string whose
 //! offset falls inside a character when the whole buffer is UTF-8 (and
 //! accepts it when the buffer is not). The rule here is per string: an empty
-//! string is valid wherever it points, and reads as `""` either way.
+//! string is valid wherever it points, and reads as `""` either way. And an
+//! array of no rows is not held to an offset within its values, which an
+//! imported empty slice cannot meet (see `no_strings`).
 
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
@@ -29,12 +31,12 @@ pub(super) fn validate_fully(data: &ArrayData) -> Result<(), ArrowError> {
         DataType::Dictionary(key, _) => return dictionary(data, key),
         _ => return data.validate_full(),
     };
+    if data.is_empty() {
+        return no_strings(data, width);
+    }
     // The layout (buffer sizes, offset), then the null count, as Arrow does.
     data.validate()?;
     data.validate_nulls()?;
-    if data.is_empty() {
-        return Ok(());
-    }
     let (Some(offsets), Some(values)) = (data.buffers().first(), data.buffers().get(1)) else {
         return Err(invalid("a string array lacks its buffers"));
     };
@@ -47,16 +49,39 @@ pub(super) fn validate_fully(data: &ArrayData) -> Result<(), ArrowError> {
     strings(offsets, width, values.as_slice())
 }
 
+/// What a string array of no rows needs: its two buffers, and the one
+/// offset its position names. Not Arrow's check that this offset lies
+/// within the values: the C data interface carries no buffer sizes, and
+/// arrow-rs's importer sizes the values of an empty array as 0 bytes. So an
+/// empty slice of a producer's array (a chunk of a chunked column, a sliced
+/// table: valid Arrow, which pyarrow's full validation accepts) keeps its
+/// place in the offsets, past the strings before it, over values of 0 bytes,
+/// and Arrow's check refused it (issue 35). No byte of it is ever read.
+fn no_strings(data: &ArrayData, width: usize) -> Result<(), ArrowError> {
+    let slot = data.offset().saturating_mul(width);
+    let holds_its_offset = data
+        .buffers()
+        .first()
+        .is_some_and(|offsets| offsets.len() >= slot.saturating_add(width));
+    if data.buffers().len() != 2 || !holds_its_offset {
+        return Err(invalid("an empty string array lacks its offset"));
+    }
+    Ok(())
+}
+
 /// What `validate_full` checks of a dictionary array: its layout and null
 /// count, every non-null key within the values, and the values in full (by
 /// [`validate_fully`], so string values take the two-pass check too). The
 /// keys are checked as one min and max, not key by key with a branch each.
 fn dictionary(data: &ArrayData, key: &DataType) -> Result<(), ArrowError> {
-    data.validate()?;
-    data.validate_nulls()?;
     let Some(values) = data.child_data().first() else {
         return Err(invalid("a dictionary array lacks its values"));
     };
+    if values.is_empty() {
+        return empty_dictionary(data, values);
+    }
+    data.validate()?;
+    data.validate_nulls()?;
     let in_bounds = match key {
         DataType::Int8 => {
             keys_within::<1>(data, values.len(), |[b]| i64::from(i8::from_ne_bytes([b])))
@@ -95,6 +120,23 @@ fn dictionary(data: &ArrayData, key: &DataType) -> Result<(), ArrowError> {
             ))
         })?;
     }
+    Ok(())
+}
+
+/// A dictionary array over no values (a chunk whose rows are all null):
+/// valid when its values are (as an empty array, by [`validate_fully`]) and
+/// every key is null. Arrow's checks are run on the same array over an
+/// empty array built here: they read its values too, and would refuse an
+/// empty string array as the importer makes it (see [`no_strings`]). The
+/// rows are the same: over no values, each is null.
+fn empty_dictionary(data: &ArrayData, values: &ArrayData) -> Result<(), ArrowError> {
+    validate_fully(values)?;
+    let empty = ArrayData::new_empty(values.data_type());
+    // `build` runs Arrow's full check: the layout, the nulls, every key in bounds.
+    data.clone()
+        .into_builder()
+        .child_data(vec![empty])
+        .build()?;
     Ok(())
 }
 

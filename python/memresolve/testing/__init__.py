@@ -11,6 +11,9 @@ with the same workloads and stores our benchmarks use.
   backend sees them after its vector search;
 - ``memresolve.testing.batch_store``: seeded realistic stores as Arrow tables
   (needs ``numpy`` and ``pyarrow``);
+- ``memresolve.testing.layouts``: strategies that lay the same Arrow tables out in every
+  way Arrow allows (chunks, offsets, slices, encodings), to check that a reader of the
+  batch form answers alike (needs ``hypothesis`` and ``pyarrow``);
 - ``memresolve.testing.rivals``: the batch job written the best ways we know
   in Polars and DuckDB, for comparisons (needs ``polars`` and ``duckdb``);
 - ``memresolve.testing.peak_memory``: a process's own peak memory, and a
