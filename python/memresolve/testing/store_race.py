@@ -82,8 +82,13 @@ def writes(seed: int) -> Iterator[tuple[str, object]]:
                 latest[user, key] = record
                 batch.append(record)
             yield "add", batch
+        elif roll < 0.80:
+            scope = rng.choice((mr.UserScope(user), mr.CharacterScope(user, "c-1")))
+            yield "forget", (rng.choice(_KEYS), scope, day)
         elif roll < 0.85:
-            yield "forget_everywhere", (rng.choice(_KEYS), _context(user), day)
+            # One of ten days: the tombstones of the unowned conversation, which no
+            # erase_user deletes, are then at most ten per key, and the store stays small.
+            yield "forget_everywhere", (rng.choice(_KEYS), _context(user), float(int(day) % 10))
         elif roll < 0.95:
             for key in _KEYS:
                 latest.pop((user, key), None)
@@ -95,6 +100,9 @@ def writes(seed: int) -> Iterator[tuple[str, object]]:
 def _play(store: mr.MemoryStore, operation: str, argument: object) -> None:
     if operation == "add":
         store.add(cast("list[mr.MemoryRecord]", argument))
+    elif operation == "forget":
+        key, scope, day = cast("tuple[str, mr.Scope, float]", argument)
+        store.forget(key, scope, forgotten_at=_START + timedelta(days=day))
     elif operation == "forget_everywhere":
         key, context, day = cast("tuple[str, mr.RetrievalContext, float]", argument)
         store.forget_everywhere(key, context, at=_START + timedelta(days=day))
