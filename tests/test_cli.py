@@ -47,7 +47,9 @@ def test_the_store_demo_forgets_through_the_file(
     assert "Stored 14 records" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("kind", ["text", "sqlite", "store"])
+@pytest.mark.parametrize(
+    "kind", ["text", "sqlite", "store", "empty store", "records table", "story and more"]
+)
 def test_regression_the_store_demo_never_replaces_a_file_it_did_not_write(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
 ) -> None:
@@ -55,14 +57,21 @@ def test_regression_the_store_demo_never_replaces_a_file_it_did_not_write(
     path = tmp_path / "mine.db"
     if kind == "text":
         path.write_text("my notes\n", encoding="utf-8")
-    elif kind == "sqlite":
+    elif kind in ("sqlite", "records table"):
         connection = sqlite3.connect(path)
         connection.execute("CREATE TABLE mine (x)")
+        connection.execute("INSERT INTO mine VALUES (1)")
+        if kind == "records table":  # a table named as the store's, empty: still not ours
+            connection.execute("CREATE TABLE records (id TEXT)")
         connection.commit()
         connection.close()
     else:
+        if kind == "story and more":  # the demo's output, then a record of the user's
+            assert main(["demo", "--store", str(path)]) == 0
+            capsys.readouterr()
         with mr.MemoryStore(path) as store:
-            store.add([inferred_harbor.corrected("Rex", at=day(3), id="mine-1")])
+            if kind != "empty store":
+                store.add([inferred_harbor.corrected("Rex", at=day(3), id="mine-1")])
     before = path.read_bytes()
     assert main(["demo", "--store", str(path)]) == 2
     assert "not a store the demo wrote" in capsys.readouterr().err

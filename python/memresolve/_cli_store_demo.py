@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 from memresolve import _arguments as arguments
 from memresolve._inputs import ForgetTombstone, RetrievalContext
@@ -32,21 +32,33 @@ def _file_holds(path: Path, text: str) -> bool:
     )
 
 
+#: The tables a store file holds, at any schema version.
+_STORE_TABLES: Final = frozenset({"records", "record_text", "tombstones", "erasures"})
+
+
 def _check_demo_store(path: Path, story: set[str]) -> None:
-    """Refuses ``path`` unless it is a store file holding only the story's records: the
-    demo replaces its own earlier output, never a file of the user's."""
-    held: set[str] | None = None
+    """Refuses ``path`` unless it is the demo's own earlier output: a store file (no table
+    but a store's) holding exactly the story's records and nothing else. The demo replaces
+    that, never a file of the user's (an empty store included)."""
+    ours = False
     if path.is_file() and not path.is_symlink():
         try:
             # Read-only, and not through MemoryStore, which would migrate an older file.
             connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
             try:
+                tables = {
+                    row[0]
+                    for row in connection.execute(
+                        "SELECT name FROM sqlite_schema WHERE type = 'table'"
+                    )
+                }
                 held = {row[0] for row in connection.execute("SELECT id FROM records")}
+                ours = tables <= _STORE_TABLES and held == story
             finally:
                 connection.close()
         except sqlite3.Error:
-            held = None
-    if held is None or not held <= story:
+            ours = False
+    if not ours:
         raise InvalidInputError(
             f"store: {path} exists and is not a store the demo wrote; it is left as it is "
             "(give another path, or remove it)",
