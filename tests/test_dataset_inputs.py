@@ -178,3 +178,36 @@ def test_an_interrupted_stream_is_an_interruption_not_bad_input(tmp_path: Path) 
     records = pa.RecordBatchReader.from_batches(store.records.schema, failing())
     with pytest.raises(mr.InvalidInputError):
         mr.resolve_dataset(records, store.contexts, tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    "stop", [KeyboardInterrupt(), SystemExit(7), SystemExit("shutting down")], ids=repr
+)
+def test_regression_a_host_stopping_a_stream_producer_stops_every_reader(
+    tmp_path: Path, stop: BaseException
+) -> None:
+    """A web server's or task queue's shutdown raises ``SystemExit`` in whatever runs, a
+    stream's Python producer included: the Arrow stream carried it as an error, and every
+    reader (the dataset jobs and the in-memory ones) called it malformed input."""
+    store = generate(100, seed=17)
+
+    def stopped() -> Iterator[pa.RecordBatch]:
+        yield from store.records.to_batches(max_chunksize=10)[:2]
+        raise stop
+
+    def reader() -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(store.records.schema, stopped())
+
+    calls: list[Callable[[], object]] = [
+        lambda: mr.resolve_dataset(reader(), store.contexts, tmp_path / "out"),
+        lambda: mr.resolve_batch(reader(), store.contexts),
+        lambda: mr.normalize_batch(reader(), now=datetime(2026, 8, 1, tzinfo=UTC)),
+        lambda: mr.records_from_arrow(reader()),
+    ]
+    for call in calls:
+        with pytest.raises(type(stop)) as raised:
+            call()
+        if isinstance(stop, SystemExit):
+            assert isinstance(raised.value, SystemExit)
+            assert raised.value.code == stop.code
+    assert not (tmp_path / "out").exists()

@@ -7,6 +7,7 @@ the table the native core is handed are the same table (``docs/spec.md`` §5.2).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "native_input",
     "plain",
     "pyarrow_module",
+    "stream_failed",
     "validated",
 ]
 
@@ -62,7 +64,7 @@ def arrow_source(data: object, what: str) -> object:
     try:
         schema = polars.DataFrame(schema=data.collect_schema()).to_arrow().schema  # type: ignore[attr-defined]
     except Exception as exc:  # any failure of the user's query
-        raise _stream_failed(what, exc) from exc
+        raise stream_failed(what, exc) from exc
 
     def batches() -> Iterator[Any]:
         for frame in data.collect_batches():  # type: ignore[attr-defined]
@@ -73,12 +75,42 @@ def arrow_source(data: object, what: str) -> object:
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
-def _stream_failed(what: str, exc: BaseException) -> InvalidInputError:
+def stream_failed(what: str, exc: BaseException) -> BaseException:
+    """What to raise for an Arrow stream that failed while it was read: what stopped its
+    Python producer, when that was an interruption or an exit (Ctrl-C, a host's signal
+    handler raising ``SystemExit``), else ``malformed`` input."""
+    stopped = _stopped_producer(exc)
+    if stopped is not None:
+        return stopped
     return InvalidInputError(
         f"{what}: the Arrow stream failed: {type(exc).__name__}: {exc}",
         kind=ErrorKind.MALFORMED,
         field=what,
     )
+
+
+#: The exception line of a ``KeyboardInterrupt`` (or a subclass, such as the command's
+#: stop on a signal) or of a ``SystemExit``, with or without its message or code.
+_STOP_LINE = re.compile(r"(?:[\w.]+\.)?(KeyboardInterrupt|Stopped|SystemExit)(?::\s*(.*))?")
+
+
+def _stopped_producer(error: BaseException) -> BaseException | None:
+    """The interruption or exit that stopped a stream's Python producer, if one did. The
+    Arrow C stream reports it as an ``ArrowInvalid`` whose text holds the traceback, whose
+    exception line (the first after its last indented frame line) names it."""
+    if isinstance(error, KeyboardInterrupt | SystemExit):
+        return error
+    _, found, traceback = str(error).partition("Python exception:")
+    lines = traceback.strip("\n").splitlines()
+    frames = [index for index, line in enumerate(lines) if line.startswith(" ")]
+    line = lines[frames[-1] + 1] if found and frames and frames[-1] + 1 < len(lines) else ""
+    match = _STOP_LINE.fullmatch(line.strip())
+    if match is None:
+        return None
+    if match.group(1) != "SystemExit":
+        return KeyboardInterrupt()
+    code = (match.group(2) or "").strip()
+    return SystemExit(int(code) if code.lstrip("-").isdigit() else code or None)
 
 
 def as_table(data: object, what: str) -> pa.Table:
@@ -110,7 +142,7 @@ def as_table(data: object, what: str) -> pa.Table:
     try:
         table = mended(reader.read_all())
     except Exception as exc:  # whatever the stream raised
-        raise _stream_failed(what, exc) from exc
+        raise stream_failed(what, exc) from exc
     column_names(table, what)
     return validated(plain(table, what), what)
 

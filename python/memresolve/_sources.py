@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from memresolve._arrow_input import (
     mended,
     plain,
     pyarrow_module,
+    stream_failed,
     validated,
 )
 from memresolve._background import read_ahead
@@ -181,13 +181,7 @@ class Source:
             except StopIteration:
                 return
             except Exception as exc:  # whatever the stream raised
-                if _interrupted(exc):
-                    raise KeyboardInterrupt from exc
-                raise InvalidInputError(
-                    f"{self.what}: the Arrow stream failed: {type(exc).__name__}: {exc}",
-                    kind=ErrorKind.MALFORMED,
-                    field=self.what,
-                ) from exc
+                raise stream_failed(self.what, exc) from exc
             # Mended for the spill: each batch is written to an IPC file as it is.
             selected = mended(batch.select(self.columns), to_spill=True)
             batch = validated(plain(selected, self.what), self.what)
@@ -240,21 +234,6 @@ def _sample_bytes(sample: Any, group_rows: int) -> float:
         else:
             total += column.nbytes
     return total
-
-
-def _interrupted(error: Exception) -> bool:
-    """Whether a stream failed because its Python producer was interrupted (Ctrl-C): the
-    Arrow C stream reports that as an ``ArrowInvalid`` whose text holds the traceback,
-    whose exception line (the first after its last indented frame line) names it."""
-    _, found, traceback = str(error).partition("Python exception:")
-    lines = traceback.strip("\n").splitlines()
-    frames = [index for index, line in enumerate(lines) if line.startswith(" ")]
-    exception_line = lines[frames[-1] + 1] if frames and frames[-1] + 1 < len(lines) else ""
-    return bool(found) and _INTERRUPTION.fullmatch(exception_line) is not None
-
-
-#: A ``KeyboardInterrupt``'s exception line, with or without a message.
-_INTERRUPTION = re.compile(r"KeyboardInterrupt(?::.*)?")
 
 
 def in_file(name: str, error: InvalidInputError) -> InvalidInputError:
