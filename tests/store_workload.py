@@ -158,6 +158,26 @@ def plan(seed: int, users: int = 40, records: int = 50) -> Plan:
             )
             latest[mr.scope_id(scope), key] = record
             user.records.append(record)
+    # Records written into a user's conversation left unowned, some superseding another
+    # user's record: erase_user keeps them (they are nobody's) but must drop the edge to a
+    # record it deletes, whose id must not stay in the file.
+    for number, user in enumerate(people):
+        for _ in range(rng.randrange(3) if len(people) > 1 else 0):
+            other = people[(number + 1) % len(people)]
+            target = rng.choice(other.records)
+            day += 0.01
+            user.records.append(
+                mr.MemoryRecord(
+                    id=_hex(rng, "RID"),
+                    key=target.key,
+                    value=f"{_hex(rng, 'VAL')} shared",
+                    scope=mr.ConversationScope(user.conversation_id),
+                    authority="model-inferred",
+                    confidence=0.3,
+                    valid_from=_day(day),
+                    supersedes=target.id,
+                )
+            )
     return Plan(people, list(_operations(rng, people)))
 
 

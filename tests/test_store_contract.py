@@ -342,29 +342,66 @@ def test_a_dangling_symlink_gets_a_private_target(tmp_path: Path) -> None:
 # -- interrupts and cancellation --------------------------------------------------------
 
 
-def test_an_interrupt_after_an_erasure_committed_says_so_and_the_next_open_wipes(
+def test_an_interrupt_after_an_erasure_committed_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "m.db"
     store = mr.MemoryStore(path)
-    other = mr.MemoryStore(path)  # keeps the log from being checkpointed at close
     store.add([_record("m1", CANARY)])
-    real_finish = StoreFile.finish
 
     def interrupted(self: StoreFile, wait: float, *, compact: bool) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(StoreFile, "finish", interrupted)
-    with pytest.raises(KeyboardInterrupt) as raised:
-        store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+    with monkeypatch.context() as patched:
+        patched.setattr(StoreFile, "finish", interrupted)
+        with pytest.raises(KeyboardInterrupt) as raised:
+            store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
     assert any("committed" in note for note in raised.value.__notes__)
-    monkeypatch.setattr(StoreFile, "finish", real_finish)
     assert store.get("m1") == _record("m1", "", source_message_ids=[])  # it did commit
-    assert CANARY.encode() in _file_bytes(tmp_path)  # not wiped yet: the process "died"
-    store._core.file.close()  # as a dead process leaves it: no close-time wipe
-    other.close()
-    reopened = mr.MemoryStore(path)  # the pending wipe is in the file: the open finishes it
+    store.close()  # and close() finished the wipe the interrupt cut short
     assert CANARY.encode() not in _file_bytes(tmp_path)
+
+
+def test_regression_a_process_killed_between_an_erasure_and_its_wipe_is_wiped_at_open(
+    tmp_path: Path,
+) -> None:
+    """The pending wipe lived only in the dead process: nothing ever wiped the text again.
+    Killed (SIGKILL) right after the forget's commit, before its checkpoint: the text is
+    still in the log; the next open, alone, with no other call, wipes it."""
+    path = tmp_path / "m.db"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import os, signal, sys
+                from datetime import UTC, datetime
+                import memresolve as mr
+                from memresolve._store_file import StoreFile
+
+                store = mr.MemoryStore(sys.argv[1])
+                store.add([mr.MemoryRecord(
+                    id="m1", key="pet.name", value="{CANARY}", scope=mr.UserScope("u1"),
+                    authority="model-inferred", confidence=0.5,
+                    valid_from=datetime(2026, 7, 1, tzinfo=UTC))])
+                def killed(self, wait, *, compact):  # committed: die before the wipe
+                    os.kill(os.getpid(), signal.SIGKILL)
+                StoreFile.finish = killed
+                store.forget("pet.name", mr.UserScope("u1"),
+                             forgotten_at=datetime(2026, 7, 5, tzinfo=UTC))
+                """
+            ),
+            str(path),
+        ],
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == -9
+    assert CANARY.encode() in _file_bytes(tmp_path)  # committed, not wiped: the crash's state
+    reopened = mr.MemoryStore(path)
+    assert CANARY.encode() not in _file_bytes(tmp_path)  # before any other call
+    assert reopened.get("m1") == _record("m1", "", source_message_ids=[])
     reopened.close()
 
 

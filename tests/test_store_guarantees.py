@@ -535,3 +535,34 @@ def test_a_wipe_a_read_held_back_finishes_in_the_background_without_another_call
     assert opened.get("m1") == _record("m1", "", source_message_ids=[])
     reader.close()
     opened.close()
+
+
+def test_regression_erase_user_leaves_no_id_of_its_records_in_a_kept_record(
+    tmp_path: Path,
+) -> None:
+    """A record of an unowned conversation (kept: it is nobody's) superseded a record of the
+    erased user; its ``supersedes`` kept that id in the file. The edge is dropped (it named
+    nothing any more), and a retry of the kept record as first added is still a no-op."""
+    path = tmp_path / "m.db"
+    ada_city = _record("RID-ada-city-0001", "Lisbon", key="home.city", scope=mr.UserScope("u-ada"))
+    shared = _record(
+        "shared-city",
+        "Porto",
+        key="home.city",
+        scope=mr.ConversationScope("k-shared"),
+        valid_from=_t(2),
+        supersedes=ada_city.id,
+    )
+    with mr.MemoryStore(path) as store:
+        store.add([ada_city, shared])
+        assert store.erase_user("u-ada") == mr.ErasedUser(records=1, tombstones=0)
+        assert ada_city.id.encode() not in _file_bytes(tmp_path)
+        kept = store.get("shared-city")
+        assert kept is not None
+        assert (kept.supersedes, kept.value) == (None, "Porto")
+        assert store.add([shared]) == 0  # a retry, judged by the record as first added
+        bob = mr.RetrievalContext(
+            now=_t(30), user_id="u-bob", character_id="c1", conversation_id="k-shared"
+        )
+        assert [m.id for m in store.resolve(bob).active] == ["shared-city"]
+    assert ada_city.id.encode() not in _file_bytes(tmp_path)

@@ -21,6 +21,7 @@ import sys
 import time
 import warnings
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,24 @@ def test_every_registered_column_gets_a_canary() -> None:
     assert not missing, f"registered columns the workload plants no canary in: {missing}"
 
 
+def test_every_column_of_the_store_is_classified(tmp_path: Path) -> None:
+    """Each column of every table is private or identifying (``PRIVATE_COLUMNS``, which the
+    residue tests plant canaries in) or public (``PUBLIC_COLUMNS``), never both, never
+    neither: a column a later feature adds must be classified before this passes."""
+    mr.MemoryStore(tmp_path / "m.db").close()
+    connection = sqlite3.connect(tmp_path / "m.db")
+    tables = [
+        row[0] for row in connection.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+    ]
+    for table in tables:
+        columns = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        private = set(schema.PRIVATE_COLUMNS.get(table, {}))
+        public = set(schema.PUBLIC_COLUMNS.get(table, frozenset()))
+        assert not private & public, (table, private & public)
+        assert columns == private | public, (table, columns ^ (private | public))
+    connection.close()
+
+
 class _Gone:
     """What must be absent from the store's files now: canaries, and content hashes (raw
     bytes, which no pattern finds)."""
@@ -108,17 +127,26 @@ def _forget_text(gone: _Gone, records: list[mr.MemoryRecord]) -> None:
 
 
 def _forget_user(
-    gone: _Gone, user: User, columns: set[tuple[str, str]], store: mr.MemoryStore
+    gone: _Gone,
+    user: User,
+    columns: set[tuple[str, str]],
+    store: mr.MemoryStore,
+    stored: Collection[str],
 ) -> None:
+    """What ``erase_user`` must leave no byte of: everything of the user's records the
+    store held, but those in unowned scopes, which are nobody's and kept (``docs/spec.md``
+    §1.1). (A record never added may still be named by a kept record's ``supersedes``:
+    the application wrote that id, the store never held the record.)"""
     gone.add(canaries_of_user(user), columns)
     for record in user.records:
-        gone.add(canaries_of_record(record), columns)
-    # Unowned conversation and scene scopes belong to no user and are kept
-    # (docs/spec.md §1.1): a tombstone forget_everywhere wrote in the user's conversation,
-    # unowned, still names the conversation (and scene) after the user is erased.
-    for tombstone in store.tombstones():
-        if tombstone.scope.user_id is None:
-            gone.canaries -= set(CANARY.findall(mr.scope_id(tombstone.scope).encode()))
+        if record.scope.user_id is not None and record.id in stored:
+            gone.add(canaries_of_record(record), columns)
+    # A kept row of an unowned scope still names the conversation (and scene) it is in: a
+    # record written there, or a tombstone forget_everywhere wrote there.
+    kept = [t.scope for t in store.tombstones()] + [r.scope for r in store.records()]
+    for scope in kept:
+        if scope.user_id is None:
+            gone.canaries -= set(CANARY.findall(mr.scope_id(scope).encode()))
 
 
 @pytest.mark.parametrize("seed", range(SEEDS))
@@ -143,6 +171,7 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
                 store.close()
                 store = mr.MemoryStore(path)
                 continue
+            held = {r.id for r in store.records()} if operation == "erase_user" else set()
             result = play(store, operation, argument)
             if operation in ("add", "add_arrow"):
                 # Stored without text (stored ``forgotten``, or a tombstone blocks it).
@@ -150,11 +179,14 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
                 _forget_text(
                     gone, [r for r, s in zip(argument, stored, strict=True) if s and not s.value]
                 )
+                # A record added now that names an erased record writes that id again: the
+                # application's data, not something the store kept.
+                gone.canaries -= {r.supersedes.encode() for r in argument if r.supersedes}
                 continue
             if operation in ("forget", "forget_everywhere"):
                 _forget_text(gone, [by_id[record_id] for record_id in result])
             elif operation == "erase_user":
-                _forget_user(gone, users[argument], _registered(), store)
+                _forget_user(gone, users[argument], _registered(), store, held)
             else:
                 continue
             erasures += 1
@@ -208,6 +240,19 @@ def test_a_crash_at_any_point_leaves_nothing_erased_once_reopened(
     child.wait()
     child.stdout.close()
     started_erasing = {line.split()[2] for line in announced if " erase_user " in line}
+    # When each record was added and each user erased, by operation: a record added after
+    # the erasure of the record it names wrote that id again (the application's data).
+    added_at = {
+        record.id: number
+        for number, (operation, argument) in enumerate(workload.operations)
+        if operation in ("add", "add_arrow")
+        for record in argument
+    }
+    erased_at = {
+        argument: number
+        for number, (operation, argument) in enumerate(workload.operations)
+        if operation == "erase_user"
+    }
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", mr.ErasureDelayedWarning)
@@ -215,12 +260,20 @@ def test_a_crash_at_any_point_leaves_nothing_erased_once_reopened(
     text_gone, ids_gone = _Gone(), _Gone()
     for user in workload.users:
         held = [store.get(record.id) for record in user.records]
-        if user.user_id in started_erasing and not any(held):
-            _forget_user(text_gone, user, _text_columns(), store)
-            _forget_user(ids_gone, user, _registered(), store)
+        owned = [s for r, s in zip(user.records, held, strict=True) if r.scope.user_id]
+        if user.user_id in started_erasing and not any(owned):
+            erased = erased_at[user.user_id]
+            stored = {r.id for r in user.records if added_at.get(r.id, erased) < erased}
+            _forget_user(text_gone, user, _text_columns(), store, stored)
+            _forget_user(ids_gone, user, _registered(), store, stored)
         _forget_text(
             text_gone, [r for r, s in zip(user.records, held, strict=True) if s and not s.value]
         )
+    owner = {r.id: u.user_id for u in workload.users for r in u.records if r.scope.user_id}
+    for kept in store.records():
+        named = kept.supersedes
+        if named in owner and added_at[kept.id] > erased_at.get(owner[named], len(added_at)):
+            ids_gone.canaries.discard(named.encode())  # written again after the erasure
     left = text_gone.left_in(tmp_path)
     assert not left, f"killed at operation {target}; text left after reopening: {left[:5]}"
     assert store.wipe() is True

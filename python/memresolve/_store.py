@@ -309,13 +309,16 @@ class MemoryStore:
         scopes, and the conversations and scenes it owns (``docs/spec.md`` §1.1).
         Unowned conversation and scene scopes belong to no user and are kept.
 
-        Its text is gone from every file of the store when the call returns; then the
-        store compacts the file (``VACUUM``, O(store)), so that no id of the user or of
-        its records survives in a page the deletion rebuilt (``docs/store.md``)."""
+        Its text is zeroed in place, and the store then compacts the file (it rebuilds
+        the text table and runs ``VACUUM``: O(store)), so that when the call returns no
+        byte of the user's text, id or records' ids is in any file of the store
+        (``docs/store.md``). A kept record whose ``supersedes`` named one of the deleted
+        records has that edge removed (it named nothing any more)."""
         user = text(user_id, Subject("erase_user"), "user_id")
         with self._core.writing(erases=True, deletes=True) as connection:
-            records, tombstones = sql.delete_user(connection, user)
+            records, tombstones, changed = sql.delete_user(connection, user)
             self._core.cache.drop_user(user)
+            self._core.cache.drop_scopes(changed)
         return ErasedUser(records=records, tombstones=tombstones)
 
     # -- reads -----------------------------------------------------------------

@@ -120,7 +120,7 @@ class StoreCore:
             if erases:
                 self._own = (state.committed, state.deleting if deletes else self._own[1])
             try:
-                self._finish_after_write(erases=erases, unwiped=state.unwiped)
+                self._finish_after_write(erases=erases, deletes=deletes, unwiped=state.unwiped)
             except BaseException as error:
                 error.add_note(
                     "memresolve: the write committed; what it erased is wiped by the store's "
@@ -130,12 +130,14 @@ class StoreCore:
 
     # -- finishing erasures --------------------------------------------------------------
 
-    def _finish_after_write(self, *, erases: bool, unwiped: bool) -> None:
+    def _finish_after_write(self, *, erases: bool, deletes: bool, unwiped: bool) -> None:
         if self.file.path is None:
             return
         if erases:
-            # Its own erasure, and any compaction a crash left to do: its promise needs both.
-            left, why = self.file.finish(WIPE_WAIT_SECONDS, compact=True)
+            # A forget's text never sits where a deletion left stale copies (deletions keep
+            # record_text's rows as zero bytes until a compaction rebuilds it): its wipe is
+            # all it needs. Only a deleting erasure (erase_user) compacts.
+            left, why = self.file.finish(WIPE_WAIT_SECONDS, compact=deletes)
             if why is not None:
                 if left.unwiped:
                     self._wiper.start()
@@ -158,11 +160,14 @@ class StoreCore:
                 erasure.warn_delayed(why, closing=False)
             self.file.record_outside_a_write()
             return
-        if self.file.erasures().unwiped:
-            left, _ = self.file.finish(0.0, compact=False)
+        state = self.file.erasures()
+        if state.unwiped:
+            state, _ = self.file.finish(0.0, compact=False)
             self.file.record_outside_a_write()
-            if left.unwiped:
-                self._wiper.start()
+        if state.unwiped or state.uncompacted:
+            # A wipe a read holds back, or the compaction of an erase_user a crash
+            # interrupted: the background step finishes them, without waiting for locks.
+            self._wiper.start()
 
     def wipe(self) -> bool:
         """``MemoryStore.wipe``."""

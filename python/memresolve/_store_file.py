@@ -38,6 +38,7 @@ from typing import Final
 from memresolve import _store_errors as errors
 from memresolve import _store_migrations as migrations
 from memresolve import _store_schema as schema
+from memresolve import _store_sql as sql
 from memresolve.errors import (
     ErrorKind,
     InvalidInputError,
@@ -304,8 +305,18 @@ class StoreFile:
         return None
 
     def _compact(self, wait: float) -> str | None:
-        """Rewrites the file whole (``VACUUM``); None when done, else why not."""
+        """Rebuilds ``record_text`` without what deletions left in it, then rewrites the
+        file whole (``VACUUM``); None when done, else why not."""
+        connection = self.connection
         try:
+            self._with_busy_timeout(wait, "BEGIN IMMEDIATE")
+            try:
+                sql.rebuild_text(connection)
+                connection.execute("COMMIT")
+            except BaseException:
+                with suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+                raise
             self._with_busy_timeout(wait, "VACUUM")
         except sqlite3.OperationalError as error:
             return _why(error)

@@ -43,6 +43,7 @@ from memresolve.errors import ErrorKind
 
 __all__ = [
     "PRIVATE_COLUMNS",
+    "PUBLIC_COLUMNS",
     "RECORD_COLUMNS",
     "SCHEMA_VERSION",
     "SELECT_RECORDS",
@@ -112,6 +113,7 @@ CREATE TABLE records (
 ) STRICT;
 CREATE INDEX records_by_scope ON records (scope_id, key);
 CREATE INDEX records_by_user ON records (user_id);
+CREATE INDEX records_by_supersedes ON records (supersedes) WHERE supersedes IS NOT NULL;
 CREATE TABLE record_text (
     row INTEGER PRIMARY KEY,
     value BLOB NOT NULL,
@@ -183,6 +185,34 @@ PRIVATE_COLUMNS: Final[Mapping[str, Mapping[str, Private]]] = {
         "scene_id": Private.IDENTIFYING,
         "scope_id": Private.IDENTIFYING,
     },
+}
+
+
+#: Every other column of the store's tables: neither private nor identifying. Each column
+#: of every table is in exactly one of the two lists (a test reads the tables' columns),
+#: so that a column added later must be classified.
+PUBLIC_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
+    "record_text": frozenset({"row"}),
+    "records": frozenset(
+        {
+            "row",
+            "key",
+            "scope_kind",
+            "character_id",
+            "status",
+            "authority",
+            "confidence",
+            "valid_from",
+            "valid_until",
+            "version",
+            "observed_at",
+            "erased",
+        }
+    ),
+    "tombstones": frozenset(
+        {"key", "scope_kind", "character_id", "forgotten_at", "blocks_sources_before"}
+    ),
+    "erasures": frozenset({"one", "committed", "wiped", "deleting", "compacted"}),
 }
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "insert_records",
     "known_hashes",
     "marks",
+    "rebuild_text",
     "rows_of_scopes",
     "tombstones_of",
 ]
@@ -138,21 +139,62 @@ def erase_text(connection: sqlite3.Connection, erased: Iterable[sqlite3.Row]) ->
     )
 
 
-def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int]:
+def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int, set[str]]:
     """Deletes every record and tombstone of ``user_id``'s scopes; returns how many of
-    each. Its text is zeroed in place first: the pages the deletion merges then move
-    only zero bytes of it (the compaction that follows removes the rest)."""
-    rows = [
-        row[0]
-        for row in connection.execute("SELECT row FROM records WHERE user_id = ?", (user_id,))
-    ]
+    each, and the scope ids of kept records it changed.
+
+    Its text is zeroed in place and its ``record_text`` rows are kept (as zero bytes):
+    deleting them would merge pages of ``record_text`` and leave stale copies of other
+    records' text there, which a later forget must not leave behind. The compaction that
+    follows rebuilds ``record_text`` without them (``compact``). A kept record (of an
+    unowned scope, or of another user) whose ``supersedes`` names a deleted record has
+    that edge removed: it named nothing any more (an edge to no candidate does nothing,
+    ``docs/spec.md`` §2.4), and the id must not stay in the file. Its content hash as
+    first added is kept, so a retry of it is still a no-op."""
+    deleted = connection.execute(
+        "SELECT row, id FROM records WHERE user_id = ?", (user_id,)
+    ).fetchall()
     connection.executemany(
         "UPDATE record_text SET value = zeroblob(length(value)), "
         "source_message_ids = zeroblob(length(source_message_ids)), "
         "content_hash = zeroblob(length(content_hash)) WHERE row = ?",
-        [(row,) for row in rows],
+        [(row[0],) for row in deleted],
     )
-    connection.executemany("DELETE FROM record_text WHERE row = ?", [(row,) for row in rows])
     records = connection.execute("DELETE FROM records WHERE user_id = ?", (user_id,)).rowcount
     tombstones = connection.execute("DELETE FROM tombstones WHERE user_id = ?", (user_id,)).rowcount
-    return records, tombstones
+    changed: set[str] = set()
+    for chunk in chunks([row[1] for row in deleted]):
+        naming = connection.execute(
+            "SELECT row, scope_id FROM records WHERE supersedes IS NOT NULL "
+            f"AND supersedes IN ({marks(len(chunk))})",
+            chunk,
+        ).fetchall()
+        connection.executemany(
+            "UPDATE records SET supersedes = NULL WHERE row = ?", [(row[0],) for row in naming]
+        )
+        changed.update(row[1] for row in naming)
+    return records, tombstones, changed
+
+
+#: ``record_text`` as rebuilt by a compaction: its live rows, in row order, an erased
+#: record's text emptied (its length goes too), a deleted record's row left out.
+_REBUILT_TEXT: Final = (
+    "INSERT INTO record_text_compacted (row, value, source_message_ids, content_hash) "
+    "SELECT record_text.row, "
+    "CASE WHEN records.erased THEN x'' ELSE record_text.value END, "
+    "CASE WHEN records.erased THEN x'' ELSE record_text.source_message_ids END, "
+    "record_text.content_hash "
+    "FROM record_text JOIN records ON records.row = record_text.row ORDER BY record_text.row"
+)
+
+
+def rebuild_text(connection: sqlite3.Connection) -> None:
+    """Inside a transaction: ``record_text`` rebuilt without the rows of deleted records
+    and with erased records' zero bytes gone. The new table is filled by appending in row
+    order and the old one's pages are freed (``secure_delete`` zeroes freed pages), so the
+    rebuild leaves no stale copy of anything, unlike deleting the rows would."""
+    definition = schema.TABLES.split("CREATE TABLE record_text")[1].split(";")[0]
+    connection.execute(f"CREATE TABLE record_text_compacted{definition}")
+    connection.execute(_REBUILT_TEXT)
+    connection.execute("DROP TABLE record_text")
+    connection.execute("ALTER TABLE record_text_compacted RENAME TO record_text")
