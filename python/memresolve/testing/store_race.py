@@ -1,16 +1,18 @@
 """Two processes on one store file: one writes, one resolves, and every answer is checked
 against the states the writer committed.
 
-The writer plays an endless seeded sequence of writes (adds, corrections, forgets,
-``erase_user``, ``normalize``) on a few users, and announces each in memory both
-processes share (two counters, read without delay) before it starts (``started = N``)
-and after it commits (``done = N``). The checker resolves the users' contexts through
-its own ``MemoryStore`` of the file, as fast as it can; an answer that began when
-``done`` was ``lo`` and ended when ``started`` was ``hi`` must equal the answer of one
-committed state ``lo .. hi``. The expected answers come
-from replaying the same writes on a store in memory, in this process, one state at a
-time. A store that read a state's records and its tombstones in two snapshots would
-answer with a state that never existed (``docs/store.md``).
+The checker asks, in turn, ``resolve`` of each user's context, the ``history`` of one of
+its keys and the whole store's ``export_arrow`` (what ``resolve_batch`` reads): each a
+read that must form one answer. The writer plays an endless seeded sequence of writes
+(adds, corrections, forgets, ``erase_user``, ``normalize``) on a few users, and announces
+each in memory both processes share (two counters, read without delay) before it starts
+(``started = N``) and after it commits (``done = N``). The checker asks through its own
+``MemoryStore`` of the file, as fast as it can; an answer that began when ``done`` was
+``lo`` and ended when ``started`` was ``hi`` must equal the answer of one committed state
+``lo .. hi``. The expected answers come from replaying the same writes on a store in
+memory, in this process, one state at a time. A store that read a state's records and its
+tombstones in two snapshots would answer with a state that never existed
+(``docs/store.md``).
 
 ``python -m memresolve.testing.store_race --turns 1000000`` runs it at length (the test
 suite runs a short one).
@@ -123,7 +125,7 @@ def _writer(seed: int, path: str, started: Any, done: Any, pause: float) -> None
             time.sleep(rng.uniform(0, 2 * pause))
 
 
-def _answer(resolution: mr.Resolution) -> tuple[object, ...]:
+def _resolution(resolution: mr.Resolution) -> tuple[object, ...]:
     """What a resolution decides: the winners with their text, and each exclusion."""
     return (
         tuple((m.id, m.value) for m in resolution.active),
@@ -131,29 +133,63 @@ def _answer(resolution: mr.Resolution) -> tuple[object, ...]:
     )
 
 
-class _Expected:
-    """The answers of each committed state, replayed on a store in memory as needed."""
+def _ask(store: mr.MemoryStore, question: int) -> tuple[object, ...]:
+    """The answer to ``QUESTIONS[question]``, each a read that forms one answer."""
+    kind, which = QUESTIONS[question]
+    context = CONTEXTS[which]
+    if kind == "resolve":
+        return _resolution(store.resolve(context))
+    if kind == "history":
+        versions = store.history(_KEYS[0], mr.UserScope(context.user_id), context)
+        return tuple((r.id, r.value, None if o is None else o.value) for r, o in versions)
+    export = store.export_arrow()
+    records = export.records.select(["id", "value", "status", "supersedes"]).to_pylist()
+    tombstones = export.tombstones.select(["key", "user_id", "forgotten_at"]).to_pylist()
+    return (
+        tuple(sorted(tuple(row.values()) for row in records)),
+        tuple(sorted(str(tuple(row.values())) for row in tombstones)),
+    )
 
-    def __init__(self, seed: int) -> None:
+
+#: What the checker asks, in turn: mostly resolve (the per-turn read), then each user's
+#: history of one key, then the whole store's export (``resolve_batch`` reads the same).
+QUESTIONS: tuple[tuple[str, int], ...] = (
+    *(("resolve", which) for which in range(len(CONTEXTS)) for _ in range(3)),
+    *(("history", which) for which in range(len(CONTEXTS))),
+    ("export", 0),
+)
+
+
+class _Expected:
+    """The answers to some of the questions in each committed state, replayed on a store in
+    memory. A turn's window never starts before an earlier turn's (``done`` only grows), so
+    the replay answers only the states inside the windows it is asked about: a state it
+    passes on the way is never asked again. (Answering every state was slower than the
+    writer's pace: an export of the model takes milliseconds, and a checker that falls
+    behind has ever more states to replay per turn.)"""
+
+    def __init__(self, seed: int, questions: tuple[int, ...]) -> None:
         self._writes = writes(seed)
         self._model = mr.MemoryStore()
-        self._answers: dict[int, tuple[tuple[object, ...], ...]] = {0: self._now()}
+        self._questions = questions
+        self._answers: dict[int, dict[int, tuple[object, ...]]] = {}
         self._state = 0
-        self._oldest = 0
 
-    def _now(self) -> tuple[tuple[object, ...], ...]:
-        return tuple(_answer(self._model.resolve(context)) for context in CONTEXTS)
+    def _now(self) -> dict[int, tuple[object, ...]]:
+        return {question: _ask(self._model, question) for question in self._questions}
 
-    def answers(self, low: int, high: int, context: int) -> list[tuple[object, ...]]:
+    def answers(self, low: int, high: int, question: int) -> list[tuple[object, ...]]:
+        for state in [state for state in self._answers if state < low]:
+            del self._answers[state]  # states no later turn can see
+        if self._state >= low and self._state not in self._answers:
+            self._answers[self._state] = self._now()
         while self._state < high:
             operation, argument = next(self._writes)
             _play(self._model, operation, argument)
             self._state += 1
-            self._answers[self._state] = self._now()
-        while self._oldest < low:  # states no later turn can see
-            self._answers.pop(self._oldest, None)
-            self._oldest += 1
-        return [self._answers[state][context] for state in range(low, high + 1)]
+            if self._state >= low:
+                self._answers[self._state] = self._now()
+        return [self._answers[state][question] for state in range(low, high + 1)]
 
 
 @dataclass(frozen=True)
@@ -189,7 +225,12 @@ def race(
         )
         writer.start()
         try:
-            expected = _Expected(seed)
+            # The export is asked once a cycle and costs milliseconds: its own replay
+            # answers it only in its own turns' windows.
+            exports = tuple(q for q, (kind, _) in enumerate(QUESTIONS) if kind == "export")
+            others = tuple(q for q in range(len(QUESTIONS)) if q not in exports)
+            replays = dict.fromkeys(exports, _Expected(seed, exports))
+            replays |= dict.fromkeys(others, _Expected(seed, others))
             deadline = time.monotonic() + 60
             while done.value < 1 and writer.is_alive() and time.monotonic() < deadline:
                 time.sleep(0.01)  # the writer is importing: race it, not its start-up
@@ -203,11 +244,11 @@ def race(
             deadline = time.monotonic() + 60
             while turn < turns or (done.value - first < min_states and time.monotonic() < deadline):
                 turn += 1
-                which = turn % len(CONTEXTS)
+                question = turn % len(QUESTIONS)
                 low = done.value
-                answer = _answer(store.resolve(CONTEXTS[which]))
+                answer = _ask(store, question)
                 high = started.value
-                if answer not in expected.answers(low, high, which):
+                if answer not in replays[question].answers(low, high, question):
                     wrong.append((turn, low, high))
             seconds = time.perf_counter() - started_at
             states = done.value - first
