@@ -246,12 +246,18 @@ class RecordStorage:
 _SLOT_SETTERS: dict[str, Callable[[object, object], None]] = {
     name: RecordStorage.__dict__[name].__set__ for name in RECORD_FIELDS
 }
+
+
 # Each field is a read-only property over its slot, so ``object.__setattr__`` cannot
 # rewrite a built record either (the compiled storage refuses it too): a record is
 # decided as it was built, by both backends.
-for _name in RECORD_FIELDS:
-    _slot = RecordStorage.__dict__[_name]
-    setattr(RecordStorage, _name, property(_slot.__get__, doc=f"The record's {_name}."))
+def _read_only_fields() -> None:
+    for name in RECORD_FIELDS:
+        slot = RecordStorage.__dict__[name]
+        setattr(RecordStorage, name, property(slot.__get__, doc=f"The record's {name}."))
+
+
+_read_only_fields()
 
 G = TypeVar("G")
 S = TypeVar("S")
@@ -442,14 +448,17 @@ def _pure_python_twin() -> type[MemoryRecord]:
 
 # The shared methods are the public class's: a call of the wrong shape (Python's
 # TypeError) names ``MemoryRecord.corrected()``, never the private class they live in.
-for _name, _member in vars(_RecordMethods).items():
-    _function = getattr(_member, "__func__", _member)
-    if callable(_function) and hasattr(_function, "__qualname__") and not _name.startswith("__"):
-        _function.__qualname__ = f"MemoryRecord.{_name}"
+def _named_as_public() -> None:
+    for name, member in vars(_RecordMethods).items():
+        function = getattr(member, "__func__", member)
+        if callable(function) and hasattr(function, "__qualname__") and not name.startswith("__"):
+            function.__qualname__ = f"MemoryRecord.{name}"
 
+
+_named_as_public()
 PurePythonMemoryRecord = _pure_python_twin()
-for _class in {MemoryRecord, PurePythonMemoryRecord}:
-    _class.__signature__ = _signature()  # type: ignore[attr-defined]
+MemoryRecord.__signature__ = _signature()  # type: ignore[attr-defined]
+PurePythonMemoryRecord.__signature__ = _signature()  # type: ignore[attr-defined]
 #: Every class whose instances are records: ``MemoryRecord``, and its
 #: pure-Python twin when that is a different class.
 RECORD_TYPES: tuple[type[MemoryRecord], ...] = tuple(
