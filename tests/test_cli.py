@@ -215,3 +215,31 @@ def test_a_quick_query_refuses_what_it_cannot_mean(
     base = ["resolve", str(tmp_path / "r.jsonl"), "--now", "2026-07-30T12:00Z", "--user", "u"]
     assert main([*base, *options]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_demo_path_names_the_folder_of_the_bundled_story(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--path"]) == 0
+    story = Path(capsys.readouterr().out.strip())
+    assert story.is_absolute()
+    names = {path.name for path in story.iterdir()}
+    for table in ("records", "contexts", "tombstones"):
+        assert {f"{table}.jsonl", f"{table}.parquet"} <= names
+    assert (
+        main(
+            [
+                "resolve",
+                str(story / "records.jsonl"),
+                "--contexts",
+                str(story / "contexts.jsonl"),
+                "--tombstones",
+                str(story / "tombstones.jsonl"),
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.count("\n") == len(
+        (story / "contexts.jsonl").read_text(encoding="utf-8").splitlines()
+    )

@@ -115,6 +115,12 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="resolve the bundled example story")
     demo.add_argument("--format", choices=("text", "json"), default="text")
     demo.add_argument(
+        "--path",
+        action="store_true",
+        help="print the folder of the bundled story's files (JSON Lines and Parquet) and stop,"
+        " so that shell examples can use them from an installed package",
+    )
+    demo.add_argument(
         "--store",
         type=Path,
         metavar="FILE",
@@ -204,12 +210,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _print_story_path(out: TextIO, err: TextIO) -> int:
+    """The story's folder, as a path the shell can use: it exists only where the package is
+    installed as files (always, for a wheel or a checkout; never from a zip archive)."""
+    story = Path(str(STORY))
+    if not (story / "records.jsonl").is_file():
+        err.write(f"memresolve: the bundled story is not a folder on disk here ({STORY})\n")
+        return 1
+    out.write(f"{story}\n")
+    return 0
+
+
 def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "batch":
-        return _cli_batch.run(args, sys.stdout, sys.stderr)
-    if args.command in _cli_jobs.COMMANDS:
-        return _cli_jobs.run(args, sys.stdout, sys.stderr)
+    if args.command == "batch" or args.command in _cli_jobs.COMMANDS:
+        run_job = _cli_batch.run if args.command == "batch" else _cli_jobs.run
+        return run_job(args, sys.stdout, sys.stderr)
+    if args.command == "demo" and args.path:
+        return _print_story_path(sys.stdout, sys.stderr)
     try:
         if args.command == "demo":
             with resources.as_file(STORY) as story:
