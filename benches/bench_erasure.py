@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 import memresolve as mr
-from memresolve._store_file import Erasures
+from memresolve._store._file import Erasures
 from memresolve.testing.batch_store import generate
 from memresolve.testing.peak_memory import own_peak_bytes
 

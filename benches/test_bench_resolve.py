@@ -23,9 +23,9 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 import memresolve as mr
 from memresolve._backend import available_backends
-from memresolve._call import resolve_with
-from memresolve._kernels import get_backend
-from memresolve._records import PurePythonMemoryRecord
+from memresolve._engine._kernels import get_backend
+from memresolve._model._call import resolve_with
+from memresolve._model._records import PurePythonMemoryRecord
 from memresolve.testing.workload import CONTEXT, build, build_with_fresh_scopes, record_arguments
 
 SIZES = [20, 200, 2_000]

@@ -25,9 +25,10 @@ from typing import Any
 from pyarrow import ipc
 
 import memresolve as mr
-from memresolve import _records, reference
-from memresolve._call import resolve_prepared, resolve_with
-from memresolve._kernels import get_backend
+from memresolve import reference
+from memresolve._engine._kernels import get_backend
+from memresolve._model import _records
+from memresolve._model._call import resolve_prepared, resolve_with
 
 NOW = datetime(2026, 7, 30, tzinfo=UTC)
 _RECORD = mr.MemoryRecord(

@@ -25,11 +25,11 @@ import pyarrow.parquet as pq
 import memresolve as mr
 from memresolve import _backend
 from memresolve._backend import available_backends
-from memresolve._call import resolve_with
-from memresolve._cli import main as command
-from memresolve._job_kernels import get_jobs
-from memresolve._kernels import get_backend, get_batch_resolver
-from memresolve._records import RECORD_TYPES
+from memresolve._cli._main import main as command
+from memresolve._engine._job_kernels import get_jobs
+from memresolve._engine._kernels import get_backend, get_batch_resolver
+from memresolve._model._call import resolve_with
+from memresolve._model._records import RECORD_TYPES
 
 BACKENDS = available_backends()
 #: The dataset job runs on the compiled core only: not in a process forced to the reference.

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 
 from memresolve import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
 from memresolve._backend import available_backends
-from memresolve._kernels import get_backend
+from memresolve._engine._kernels import get_backend
 
 # dev: quick local runs. ci: what .ci/run uses, reproducible. deep: nightly or by hand.
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -77,7 +77,7 @@ def resolve(backend: str) -> Resolve:
 def spill_codecs(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
     """The codec of every spill (``Parts``) a batch job makes during the test, each still
     made and used for real."""
-    from memresolve import _spill  # noqa: PLC0415 - only the batch-job tests need it
+    from memresolve._dataset import _spill  # noqa: PLC0415 - only the batch-job tests need it
 
     codecs: list[str | None] = []
     make = _spill.Parts.__init__

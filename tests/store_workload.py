@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import memresolve as mr
-from memresolve import _store_schema as schema
+from memresolve._store import _schema as schema
 
 #: Every canary: a tag, then 20 hex digits (23 bytes, unique per seed and field).
 CANARY = re.compile(rb"(?:VAL|SRC|RID|USR|CNV|SCN)[0-9a-f]{20}")

@@ -2,7 +2,7 @@
 reader refuses it alike (``malformed`` naming the column), or ignores what no reader reads.
 
 The Arrow C data interface carries no buffer sizes and no promise that a batch's columns
-are as long as the batch; ``memresolve._arrow_input`` checks both before anything reads.
+are as long as the batch; ``memresolve._io._arrow_input`` checks both before anything reads.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import memresolve as mr
-from memresolve import _backend, _kernels, _native_loader, _records, _types
+from memresolve import _backend, _native_loader
+from memresolve._engine import _kernels
+from memresolve._model import _records, _types
 from memresolve.testing import identifiers
 
 
@@ -90,7 +92,7 @@ def test_the_reference_works_with_no_compiled_module() -> None:
     done = _python(
         """
         import memresolve as mr, memresolve.reference
-        from memresolve._cli import main
+        from memresolve._cli._main import main
         assert mr.backend_name() == "reference"
         assert main(["demo", "--format", "json"]) == 0
         """,

@@ -20,9 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import memresolve as mr
-from memresolve import _dataset, _dataset_output, _sources, _spill
-from memresolve._background import InOrder, read_ahead
-from memresolve._canonical import read_columns
+from memresolve._dataset import _output as _dataset_output
+from memresolve._dataset import _resolve_job as _dataset
+from memresolve._dataset import _sources, _spill
+from memresolve._dataset._background import InOrder, read_ahead
+from memresolve._io._canonical import read_columns
 from memresolve.testing.batch_store import Written, write_parquet
 
 # One worker runs the module: its store is generated once, by a module fixture.

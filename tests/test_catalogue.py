@@ -37,8 +37,8 @@ from catalogue import (
     reject_record,
     run_command,
 )
-from memresolve._call import resolve_with
-from memresolve._kernels import get_backend, get_batch_resolver
+from memresolve._engine._kernels import get_backend, get_batch_resolver
+from memresolve._model._call import resolve_with
 from memresolve.testing import Store, stores
 from story import ADA, HARBOR_NIGHTS, NOW, RAINCOAT_SCENE, ROWAN, context, day, forget, record
 

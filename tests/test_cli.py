@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import memresolve as mr
-from memresolve._cli import main
+from memresolve._cli._main import main
 from story import ADA, context, corrected_marlowe, day, forget, inferred_harbor
 
 

@@ -267,7 +267,7 @@ def test_the_spill_codec_option_reaches_every_spill(
 ) -> None:
     """In this process (the one test here that is), to see which codec each spill is made
     with: every ``Parts`` is still made and used for real."""
-    from memresolve._cli import main  # noqa: PLC0415
+    from memresolve._cli._main import main  # noqa: PLC0415
 
     if command == "batch":
         argv = _argv(store, tmp_path / "out")[len(COMMAND) - 1 :]

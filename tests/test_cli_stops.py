@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import memresolve as mr
-from memresolve._cli import main
-from memresolve._cli_batch import THREADS_PER_CPU, available_cpus
-from memresolve._cli_stops import STOP_SIGNALS
+from memresolve._cli._batch import THREADS_PER_CPU, available_cpus
+from memresolve._cli._main import main
+from memresolve._cli._stops import STOP_SIGNALS
 from memresolve.testing.batch_store import Written, generate, write_parquet
 
 pytestmark = [

@@ -28,7 +28,7 @@ import pytest
 
 import memresolve as mr
 from batch_rows import by_context
-from memresolve._canonical import read_columns
+from memresolve._io._canonical import read_columns
 from memresolve.testing.batch_store import generate
 
 pytestmark = pytest.mark.skipif(

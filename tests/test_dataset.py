@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import memresolve as mr
 from batch_rows import Rows, arrow_tables, by_context
 from conftest import PARITY_EXAMPLES
-from memresolve import _dataset
-from memresolve._kernels import get_batch_resolver
+from memresolve._dataset import _resolve_job as _dataset
+from memresolve._engine._kernels import get_batch_resolver
 from memresolve.testing import Store, stores
 from memresolve.testing.batch_store import generate, write_parquet
 

@@ -17,7 +17,7 @@ import pytest
 
 import memresolve as mr
 from memresolve._backend import available_backends
-from memresolve._job_limits import parse_size
+from memresolve._dataset._limits import parse_size
 from memresolve.testing.batch_store import write_parquet
 from memresolve.testing.peak_memory import run_measured
 

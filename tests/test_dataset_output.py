@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from memresolve import _dataset_output
-from memresolve._dataset_output import OutputWriter, encoding_bytes, write_parquet
+from memresolve._dataset import _output as _dataset_output
+from memresolve._dataset._output import OutputWriter, encoding_bytes, write_parquet
 
 
 def _long_texts(rows: int, size: int) -> Any:

@@ -27,10 +27,10 @@ import memresolve as mr
 from batch_rows import arrow_tables
 from conftest import PARITY_EXAMPLES
 from memresolve._backend import available_backends
-from memresolve._canonical import read_columns
-from memresolve._kernels import get_batch_resolver
-from memresolve._parquet_input import dictionary_names as _names
-from memresolve._spill import compacted
+from memresolve._dataset._spill import compacted
+from memresolve._engine._kernels import get_batch_resolver
+from memresolve._io._canonical import read_columns
+from memresolve._io._parquet_input import dictionary_names as _names
 from memresolve.testing import Store, batch_store, stores
 
 BACKENDS = available_backends()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import memresolve
-from memresolve import _scopes
+from memresolve._model import _scopes
 
 ROOT = Path(__file__).parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -460,7 +460,7 @@ def _a_store_file(path: Path) -> None:
 def test_no_store_call_raises_outside_the_contract_on_a_bad_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memresolve import _store_file  # noqa: PLC0415 - its busy timeout, made short
+    from memresolve._store import _file as _store_file  # noqa: PLC0415 - its busy timeout, made short
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(_store_file, "BUSY_SECONDS", 0.2)

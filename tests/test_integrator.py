@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from conftest import Resolve
 from memresolve._backend import available_backends
-from memresolve._kernels import get_batch_resolver
+from memresolve._engine._kernels import get_batch_resolver
 from memresolve.testing import identifiers, memory_records, scopes, universes
 from story import ADA, context, day, record
 

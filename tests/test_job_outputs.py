@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import memresolve as mr
-from memresolve._publish import MANIFEST_KEY, MARKER
+from memresolve._dataset._publish import MANIFEST_KEY, MARKER
 from memresolve.testing.batch_store import generate
 from story import NOW
 

@@ -22,8 +22,16 @@ import pyarrow.parquet as pq
 import pytest
 
 import memresolve as mr
-from memresolve._owned import LOCK_NAME, LOCK_TEXT, OLD, PARTIAL, SPILL, OwnedDirectory, sweep
-from memresolve._publish import MARKER
+from memresolve._dataset._owned import (
+    LOCK_NAME,
+    LOCK_TEXT,
+    OLD,
+    PARTIAL,
+    SPILL,
+    OwnedDirectory,
+    sweep,
+)
+from memresolve._dataset._publish import MARKER
 from memresolve.testing.batch_store import generate
 
 pytestmark = pytest.mark.skipif(
@@ -140,7 +148,7 @@ def test_the_library_never_takes_over_the_hosts_signals(store: Path) -> None:
 LIVE = """
 import sys, time
 from pathlib import Path
-from memresolve._owned import OwnedDirectory
+from memresolve._dataset._owned import OwnedDirectory
 owned = OwnedDirectory.create_spill(Path(sys.argv[1]))
 print(owned.path.name, flush=True)
 time.sleep(120)
@@ -192,7 +200,7 @@ def test_a_sweep_leaves_what_memresolve_did_not_create(tmp_path: Path) -> None:
 OWN_AND_DIE = """
 import sys
 from pathlib import Path
-from memresolve._owned import OwnedDirectory
+from memresolve._dataset._owned import OwnedDirectory
 OwnedDirectory.adopt(Path(sys.argv[1]))
 """
 

@@ -21,10 +21,10 @@ import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import reference
 from memresolve._backend import available_backends
-from memresolve._call import resolve_prepared
-from memresolve._job_kernels import Jobs, get_jobs
-from memresolve._kernels import get_backend
-from memresolve._scopes import scope_owner
+from memresolve._engine._job_kernels import Jobs, get_jobs
+from memresolve._engine._kernels import get_backend
+from memresolve._model._call import resolve_prepared
+from memresolve._model._scopes import scope_owner
 from memresolve.testing import Store, stores
 from memresolve.testing.normalize_rivals import duckdb_normalize, polars_normalize
 from story import ADA, HARBOR_NIGHTS, MICROSECOND, NOW, RAINCOAT_SCENE, ROWAN, day, forget, record

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 
 import memresolve as mr
-from memresolve._jsonl import record_to_json
+from memresolve._io._jsonl import record_to_json
 from memresolve.testing import Scenario, scenarios
 from story import ADA, captain_rowan, context, corrected_marlowe, day, forget, raincoat_scene
 
@@ -235,7 +235,7 @@ def test_regression_an_endless_line_is_bad_input_in_bounded_memory() -> None:
 
 @pytest.mark.parametrize("form", ["file", "text stream", "list of lines"])
 def test_a_line_over_the_limit_is_out_of_range_naming_it(form: str, tmp_path: Path) -> None:
-    from memresolve._lines import MAX_LINE_BYTES  # noqa: PLC0415
+    from memresolve._io._lines import MAX_LINE_BYTES  # noqa: PLC0415
 
     good = json.dumps(record_to_json(corrected_marlowe))
     long = json.dumps({**record_to_json(raincoat_scene), "value": "x" * MAX_LINE_BYTES})
@@ -254,7 +254,7 @@ def test_a_line_over_the_limit_is_out_of_range_naming_it(form: str, tmp_path: Pa
 
 
 def test_a_line_at_the_limit_is_read(tmp_path: Path) -> None:
-    from memresolve._lines import MAX_LINE_BYTES  # noqa: PLC0415
+    from memresolve._io._lines import MAX_LINE_BYTES  # noqa: PLC0415
 
     record = record_to_json(raincoat_scene)
     base = len(json.dumps({**record, "value": ""}).encode())

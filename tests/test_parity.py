@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
-from memresolve import _records, _scopes
 from memresolve._backend import available_backends
-from memresolve._call import resolve_prepared, resolve_with
-from memresolve._kernels import Kernel, get_backend
-from memresolve._records import RECORD_FIELDS
+from memresolve._engine._kernels import Kernel, get_backend
+from memresolve._model import _records, _scopes
+from memresolve._model._call import resolve_prepared, resolve_with
+from memresolve._model._records import RECORD_FIELDS
 from memresolve.testing import Scenario, scenarios
 from memresolve.testing.workload import CONTEXT, candidates
 from story import ADA, RAINCOAT_SCENE, ROWAN, context, day, record

@@ -23,8 +23,8 @@ from batch_rows import arrow_tables
 from conftest import PARITY_EXAMPLES
 from memresolve import reference
 from memresolve._backend import available_backends
-from memresolve._kernels import BatchResolver, get_batch_resolver
-from memresolve._types import DECISION_NAMES
+from memresolve._engine._kernels import BatchResolver, get_batch_resolver
+from memresolve._model._types import DECISION_NAMES
 from memresolve.testing import Store, stores
 from story import ADA, HARBOR_NIGHTS, RAINCOAT_SCENE, ROWAN, context, day, record
 

@@ -30,9 +30,9 @@ from batch_rows import (
     story_tables,
 )
 from conftest import PARITY_EXAMPLES
-from memresolve._canonical import read_columns
-from memresolve._spark_jobs import _normalize_partitions, _sweep_partitions
-from memresolve._validate import to_micros
+from memresolve._io._canonical import read_columns
+from memresolve._model._validate import to_micros
+from memresolve._spark._jobs import _normalize_partitions, _sweep_partitions
 from memresolve.spark import _KINDS as SPARK_KINDS
 from memresolve.spark import _resolve_partitions
 from memresolve.testing import BASE_NOW

@@ -30,8 +30,8 @@ from batch_rows import (
 )
 from conftest import PARITY_EXAMPLES
 from memresolve._backend import available_backends
-from memresolve._job_kernels import get_jobs
-from memresolve._kernels import get_batch_resolver, get_streamed_batch_resolver
+from memresolve._engine._job_kernels import get_jobs
+from memresolve._engine._kernels import get_batch_resolver, get_streamed_batch_resolver
 from memresolve.testing import BASE_NOW
 from memresolve.testing.batch_store import generate
 from memresolve.testing.layouts import StoreLayout, Tables, store_layouts

@@ -1,6 +1,6 @@
 """Differential tests of record construction: native storage vs the pure-Python twin.
 
-``memresolve._native.RecordCore`` and ``memresolve._records.RecordStorage``
+``memresolve._native.RecordCore`` and ``memresolve._model._records.RecordStorage``
 must accept exactly the same arguments, store equal values of equal types,
 and reject everything else with the same ``InvalidInputError`` (message,
 record id and field). Arguments are drawn valid, then some fields are
@@ -27,13 +27,13 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
-from memresolve import _records as mr_records
-from memresolve import _scopes
 from memresolve._backend import available_backends
-from memresolve._call import resolve_with
-from memresolve._kernels import get_backend
+from memresolve._engine._kernels import get_backend
+from memresolve._model import _records as mr_records
+from memresolve._model import _scopes
+from memresolve._model._call import resolve_with
+from memresolve._model._records import RECORD_FIELDS, PurePythonMemoryRecord, RecordStorage
 from memresolve._native_loader import module_or_none
-from memresolve._records import RECORD_FIELDS, PurePythonMemoryRecord, RecordStorage
 from memresolve.testing import Scenario, memory_records, scenarios, universes
 
 pytestmark = pytest.mark.skipif(

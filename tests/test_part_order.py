@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from memresolve._part_order import by_owner
+from memresolve._dataset._part_order import by_owner
 
 
 def _contexts(users: list[str], *, dictionary: bool = False) -> pa.Table:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import memresolve as mr
 from conftest import Resolve
-from memresolve._jsonl import (
+from memresolve._io._jsonl import (
     record_from_json,
     record_to_json,
     tombstone_from_json,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memresolve._spill import IdBuckets
+from memresolve._dataset._spill import IdBuckets
 
 # Few distinct hashes, so that repeats are common; both halves matter.
 hashes = st.tuples(st.integers(0, 5), st.integers(0, 2)).map(

@@ -26,11 +26,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import memresolve as mr
 from conftest import PROFILE
-from memresolve import _store_schema as schema
 from memresolve import reference
-from memresolve._call import resolve_prepared, resolve_with
-from memresolve._kernels import get_backend
-from memresolve._scopes import scope_id, scope_owner
+from memresolve._engine._kernels import get_backend
+from memresolve._model._call import resolve_prepared, resolve_with
+from memresolve._model._scopes import scope_id, scope_owner
+from memresolve._store import _schema as schema
 from memresolve.testing.strategies import (
     BASE_NOW,
     Scenario,
@@ -991,7 +991,7 @@ def test_ready_candidates_outlive_the_scopes_they_were_read_from(
     """With room for few scopes, contexts evict each other's scopes; records added to
     an evicted scope still reach a context's ready candidates, and its tombstones are
     read again when asked for."""
-    monkeypatch.setattr("memresolve._store_cache.MAX_SCOPES", 6)
+    monkeypatch.setattr("memresolve._store._cache.MAX_SCOPES", 6)
     store = mr.MemoryStore()
     contexts = [
         mr.RetrievalContext(now=_t(30), user_id=f"u{n}", character_id="c", conversation_id=f"k{n}")

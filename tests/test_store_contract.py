@@ -23,8 +23,8 @@ import pytest
 from test_store import CONTEXT, _file_bytes, _record, _t
 
 import memresolve as mr
-from memresolve import _store_file
-from memresolve._store_file import StoreFile
+from memresolve._store import _file as _store_file
+from memresolve._store._file import StoreFile
 
 CANARY = "CANARY-contract-9c1e"
 
@@ -378,7 +378,7 @@ def test_regression_a_process_killed_between_an_erasure_and_its_wipe_is_wiped_at
                 import os, signal, sys
                 from datetime import UTC, datetime
                 import memresolve as mr
-                from memresolve._store_file import StoreFile
+                from memresolve._store._file import StoreFile
 
                 store = mr.MemoryStore(sys.argv[1])
                 store.add([mr.MemoryRecord(

@@ -23,9 +23,9 @@ import pytest
 from test_store import CONTEXT, _file_bytes, _record, _t
 
 import memresolve as mr
-from memresolve import _store_core
-from memresolve import _store_migrations as migrations
-from memresolve import _store_schema as schema
+from memresolve._store import _core as _store_core
+from memresolve._store import _migrations as migrations
+from memresolve._store import _schema as schema
 
 CANARY = "CANARY-51c2-private"
 
@@ -509,7 +509,7 @@ def test_a_wipe_a_read_held_back_finishes_in_the_background_without_another_call
                 import os, signal, sys, warnings
                 from datetime import UTC, datetime
                 import memresolve as mr
-                from memresolve import _store_core
+                from memresolve._store import _core as _store_core
                 _store_core.WIPE_WAIT_SECONDS = 0.05
                 warnings.simplefilter("ignore")
                 store = mr.MemoryStore(sys.argv[1])

@@ -37,7 +37,7 @@ from store_workload import (
 )
 
 import memresolve as mr
-from memresolve import _store_schema as schema
+from memresolve._store import _schema as schema
 
 SEEDS = int(os.environ.get("MEMRESOLVE_RESIDUE_SEEDS", "3"))
 CRASH_SEEDS = int(os.environ.get("MEMRESOLVE_CRASH_SEEDS", "6"))

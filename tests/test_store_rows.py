@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from conftest import PARITY_EXAMPLES
 from memresolve import _backend
-from memresolve import _store_schema as schema
+from memresolve._store import _schema as schema
 from memresolve.testing.strategies import memory_records, universes
 
 pytestmark = pytest.mark.skipif(_backend.NATIVE is None, reason="memresolve._native is not in use")

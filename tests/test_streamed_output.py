@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 import memresolve as mr
 from batch_rows import arrow_tables, by_context
 from conftest import PARITY_EXAMPLES
-from memresolve import _dataset
 from memresolve._backend import available_backends
-from memresolve._kernels import get_batch_resolver, get_streamed_batch_resolver
+from memresolve._dataset import _resolve_job as _dataset
+from memresolve._engine._kernels import get_batch_resolver, get_streamed_batch_resolver
 from memresolve.testing import Store, stores
 from memresolve.testing.batch_store import generate, write_parquet
 

@@ -129,7 +129,7 @@ def rust_use_graph() -> dict[str, set[str]]:
 def test_python_imports_have_no_cycle() -> None:
     graph = python_import_graph()
     assert "memresolve.reference" in graph
-    assert "memresolve._api" not in graph["memresolve.reference"]
+    assert "memresolve._engine._api" not in graph["memresolve.reference"]
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
@@ -151,9 +151,9 @@ def test_only_the_backend_module_imports_the_loader_choice() -> None:
         module for module, targets in graph.items() if "memresolve._native_loader" in targets
     }
     # _backend chooses; the kernel modules and _records only load what it chose.
-    allowed = {"_backend", "_kernels", "_job_kernels", "_records"}
+    allowed = {"_backend", "_engine._kernels", "_engine._job_kernels", "_model._records"}
     assert choosers <= {f"memresolve.{name}" for name in allowed}
-    records = (PACKAGE / "_records.py").read_text(encoding="utf-8")
+    records = (PACKAGE / "_model" / "_records.py").read_text(encoding="utf-8")
     assert "_backend.NATIVE" in records
 
 

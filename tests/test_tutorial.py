@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import memresolve as mr
 from conftest import Resolve
-from memresolve._jsonl import record_from_json, record_to_json
+from memresolve._io._jsonl import record_from_json, record_to_json
 from story import (
     ADA,
     HARBOR_NIGHTS,
@@ -232,7 +232,7 @@ def test_workers_with_different_clocks_agree_given_the_same_now(resolve: Resolve
 _WORKER = """
 import sys
 import memresolve as mr
-from memresolve._cli import run
+from memresolve._cli._main import run
 run(mr.read_records(sys.argv[1]), mr.read_contexts(sys.argv[2]), mr.read_tombstones(sys.argv[3]),
     output_format="json", out=sys.stdout)
 """

@@ -18,20 +18,13 @@
 (['Marlowe'], <Reason.SUPERSEDED: 'superseded'>)
 """
 
-from memresolve._api import resolve, resolve_batch
-from memresolve._arrow import (
-    contexts_from_arrow,
-    contexts_to_arrow,
-    records_from_arrow,
-    records_to_arrow,
-    tombstones_from_arrow,
-    tombstones_to_arrow,
-)
 from memresolve._backend import backend_name
-from memresolve._dataset import DatasetSummary, resolve_dataset
-from memresolve._explain import Explanation
-from memresolve._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
-from memresolve._jobs import (
+from memresolve._dataset._record_jobs import JobSummary, normalize_dataset
+from memresolve._dataset._resolve_job import DatasetSummary, resolve_dataset
+from memresolve._dataset._sweep_job import forget_sweep_dataset
+from memresolve._engine._api import resolve, resolve_batch
+from memresolve._engine._explain import Explanation
+from memresolve._engine._jobs import (
     Normalization,
     Purge,
     PurgePlan,
@@ -41,8 +34,15 @@ from memresolve._jobs import (
     normalize,
     normalize_batch,
 )
-from memresolve._jobs_dataset import JobSummary, normalize_dataset
-from memresolve._jsonl import (
+from memresolve._io._arrow import (
+    contexts_from_arrow,
+    contexts_to_arrow,
+    records_from_arrow,
+    records_to_arrow,
+    tombstones_from_arrow,
+    tombstones_to_arrow,
+)
+from memresolve._io._jsonl import (
     read_contexts,
     read_records,
     read_tombstones,
@@ -50,9 +50,10 @@ from memresolve._jsonl import (
     write_records,
     write_tombstones,
 )
-from memresolve._records import MemoryRecord
-from memresolve._result import Exclusion, PromptMemory, Resolution, Trace, to_prompt_memory
-from memresolve._scopes import (
+from memresolve._model._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
+from memresolve._model._records import MemoryRecord
+from memresolve._model._result import Exclusion, PromptMemory, Resolution, Trace, to_prompt_memory
+from memresolve._model._scopes import (
     CharacterScope,
     ConversationScope,
     SceneScope,
@@ -61,9 +62,7 @@ from memresolve._scopes import (
     scope_from_id,
     scope_id,
 )
-from memresolve._store import ArrowExport, ErasedUser, MemoryStore
-from memresolve._sweep_dataset import forget_sweep_dataset
-from memresolve._types import (
+from memresolve._model._types import (
     RESOLVER_VERSION,
     Authority,
     Certainty,
@@ -72,6 +71,7 @@ from memresolve._types import (
     ScopeKind,
     Status,
 )
+from memresolve._store._memory_store import ArrowExport, ErasedUser, MemoryStore
 from memresolve._version import __version__
 from memresolve.errors import (
     BackendUnavailableError,

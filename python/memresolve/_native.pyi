@@ -6,10 +6,10 @@ from typing import Any, final
 
 from typing_extensions import disjoint_base
 
-from memresolve._inputs import ForgetTombstone, RetrievalContext
-from memresolve._records import MemoryRecord
-from memresolve._scopes import Scope
-from memresolve._types import Authority, Status
+from memresolve._model._inputs import ForgetTombstone, RetrievalContext
+from memresolve._model._records import MemoryRecord
+from memresolve._model._scopes import Scope
+from memresolve._model._types import Authority, Status
 
 __all__ = [
     "AUTHORITY_NAMES",

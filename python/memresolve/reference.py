@@ -40,12 +40,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, cast
 
-from memresolve import _validate as check
-from memresolve._call import checked_tombstones, record_rows, resolve_with
-from memresolve._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
-from memresolve._records import MemoryRecord, check_records
-from memresolve._result import RawResolution
-from memresolve._scopes import (
+from memresolve._model import _validate as check
+from memresolve._model._call import checked_tombstones, record_rows, resolve_with
+from memresolve._model._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
+from memresolve._model._records import MemoryRecord, check_records
+from memresolve._model._result import RawResolution
+from memresolve._model._scopes import (
     CharacterScope,
     ConversationScope,
     SceneScope,
@@ -53,7 +53,7 @@ from memresolve._scopes import (
     UserScope,
     scope_id,
 )
-from memresolve._types import (
+from memresolve._model._types import (
     CERTAINTY_CODE,
     REASON_CODE,
     PurgeCause,
@@ -62,13 +62,13 @@ from memresolve._types import (
     certainty,
     decision_code,
 )
-from memresolve._validate import to_micros
+from memresolve._model._validate import to_micros
 from memresolve.errors import ErrorKind
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from memresolve._result import Resolution
+    from memresolve._model._result import Resolution
 
 __all__ = [
     "NAME",
@@ -341,7 +341,7 @@ def resolve_batch(
     out (``docs/spec.md`` §4); with ``with_values`` each winner's key, value
     and certainty.
     """
-    from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+    from memresolve._io import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
     include_excluded = check.flag(include_excluded, "include_excluded")
     with_values = check.flag(with_values, "with_values")
@@ -497,7 +497,7 @@ def normalize_batch(
     records: object, *, now: datetime, tombstones: object | None = None
 ) -> pa.Table:
     """``memresolve.normalize_batch`` the obvious way: ``normalize_rows`` over every row."""
-    from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+    from memresolve._io import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
     now = check.instant(now, check.Subject("argument"), "now")
     records = _arrow.as_table(records, "records")
@@ -512,7 +512,7 @@ def normalize_batch(
 
 def forget_sweep_batch(records: object, tombstones: object | None = None) -> pa.Table:
     """``memresolve.forget_sweep_batch`` the obvious way: ``purge_rows`` over every row."""
-    from memresolve import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+    from memresolve._io import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
     records = _arrow.as_table(records, "records")
     tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")

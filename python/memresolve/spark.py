@@ -1,5 +1,5 @@
 """The batch jobs on Spark. ``normalize`` and ``forget_sweep`` (the background jobs,
-``docs/spec.md`` §7.3) are described in ``memresolve._spark_jobs``.
+``docs/spec.md`` §7.3) are described in ``memresolve._spark._jobs``.
 
 ``resolve`` partitions a store by owner and resolves each whole
 partition with one call into the native core (``docs/spec.md`` §4.3).
@@ -36,10 +36,10 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from memresolve import _validate as check
-from memresolve._canonical import read_columns
-from memresolve._spark_jobs import forget_sweep, forget_sweep_schema, normalize, normalize_schema
-from memresolve._spark_plan import (
+from memresolve._io._canonical import read_columns
+from memresolve._model import _validate as check
+from memresolve._spark._jobs import forget_sweep, forget_sweep_schema, normalize, normalize_schema
+from memresolve._spark._plan import (
     checked_partitions,
     dataframe,
     empty_table,
@@ -175,7 +175,7 @@ def _check_schemas(
 ) -> None:
     """Runs the core's column checks on empty tables of the inputs' schemas, so a missing
     column or a type it cannot read is an error now, naming the column, not a failed job."""
-    from memresolve import _kernels  # noqa: PLC0415 - the facade's backend choice
+    from memresolve._engine import _kernels  # noqa: PLC0415 - the facade's backend choice
 
     empty = {
         "records": empty_table(records, columns["records"]),

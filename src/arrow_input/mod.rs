@@ -1,5 +1,5 @@
 //! Reading the batch form's Arrow tables (`docs/spec.md` §4.1), checking
-//! every rule of `memresolve._arrow` in the same order (§5.2): column by
+//! every rule of `memresolve._io._arrow` in the same order (§5.2): column by
 //! column (the first bad row of the first bad column), then the scope ids
 //! row by row, then unique record ids.
 //!

@@ -76,7 +76,7 @@ fn record_defaults(records: &Bound<'_, PyModule>) -> PyResult<Vec<Option<Py<PyAn
         .ne(Field::NAMES.iter().copied())
     {
         return Err(super::InternalError::new_err(
-            "memresolve._records.RECORD_FIELDS differs from the native storage's fields",
+            "memresolve._model._records.RECORD_FIELDS differs from the native storage's fields",
         ));
     }
     let defaults = records.getattr("RECORD_DEFAULTS")?.cast_into::<PyDict>()?;
@@ -92,15 +92,15 @@ fn members(module: &Bound<'_, PyModule>, name: &str) -> PyResult<[Py<PyAny>; 4]>
         found.push(member?.unbind());
     }
     found.try_into().map_err(|_| {
-        super::InternalError::new_err(format!("memresolve._types.{name} does not have 4 members"))
+        super::InternalError::new_err(format!("memresolve._model._types.{name} does not have 4 members"))
     })
 }
 
 impl Package {
     fn load(py: Python<'_>) -> PyResult<Self> {
-        let types = py.import("memresolve._types")?;
-        let scopes = py.import("memresolve._scopes")?;
-        let records = py.import("memresolve._records")?;
+        let types = py.import("memresolve._model._types")?;
+        let scopes = py.import("memresolve._model._scopes")?;
+        let records = py.import("memresolve._model._records")?;
         let scope_type = |name: &str| scopes.getattr(name).map(Bound::unbind);
         Ok(Self {
             statuses: members(&types, "Status")?,
@@ -118,7 +118,7 @@ impl Package {
             argument_error: records.getattr("argument_error")?.unbind(),
             native_core_of: records.getattr("native_core_of")?.unbind(),
             check_tombstone_scope: py
-                .import("memresolve._inputs")?
+                .import("memresolve._model._inputs")?
                 .getattr("check_tombstone_scope")?
                 .unbind(),
             duplicate_id_error: records.getattr("duplicate_id_error")?.unbind(),

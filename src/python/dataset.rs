@@ -1,4 +1,4 @@
-//! `Router`: the native half of the streamed batch job (`memresolve._dataset`).
+//! `Router`: the native half of the streamed batch job (`memresolve._dataset._resolve_job`).
 //! Each batch of the input is checked by every rule of the batch form (rows
 //! numbered in the whole input) and routed to the parts of its owners
 //! (`crate::partition`); the Python half writes each part's rows to its

@@ -129,7 +129,7 @@ impl OwnedTombstone {
 /// before it must be reported first, as the reference checks row by row). Only an exact `MemoryRecord` is read directly; a
 /// subclass (which may override a field) or a record on the pure-Python
 /// storage is copied from its attributes, and anything else is rejected, both
-/// by `memresolve._records.native_core_of`.
+/// by `memresolve._model._records.native_core_of`.
 pub(super) fn cores<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,

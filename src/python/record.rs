@@ -1,7 +1,7 @@
 //! `RecordCore`: the native storage of `memresolve.MemoryRecord`.
 //!
 //! Each field is checked once, at construction, in the order and by the rules
-//! of the reference (`memresolve._records`). Values of the common exact types
+//! of the reference (`memresolve._model._records`). Values of the common exact types
 //! (`str`, `float`, `int`, `tuple` of `str`, `datetime` in `timezone.utc`, enum
 //! members or their names, the scope classes) are accepted here without
 //! calling Python; any other value is handed to the reference's rule

@@ -1,6 +1,6 @@
 //! `store_row`: the `MemoryStore` row of a natively stored record, built by
 //! [`crate::store_row`]: the same dict, byte for byte, as the pure-Python
-//! storage's `memresolve._store_schema.record_row` (a test compares them on
+//! storage's `memresolve._store._schema.record_row` (a test compares them on
 //! generated records), in a few microseconds instead of tens.
 
 use pyo3::intern;

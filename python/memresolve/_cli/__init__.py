@@ -1,0 +1,5 @@
+"""The memresolve command."""
+
+from memresolve._cli._main import main
+
+__all__ = ["main"]

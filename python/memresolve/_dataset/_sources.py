@@ -1,0 +1,250 @@
+"""The inputs of the batch job, read batch by batch: Parquet files, directories, Arrow streams.
+
+A ``Source`` yields ``(file, first row within the file, batch)`` with only the
+columns resolution reads, in batches of at most ``BATCH_ROWS`` rows, and never
+holds a whole input. Every failure of a Parquet file (not Parquet, corrupt or
+truncated bytes, a column whose type differs between files, a file changed while
+it is read) is ``InvalidInputError`` naming the file (``_parquet_input``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from memresolve._dataset._background import read_ahead
+from memresolve._io._arrow_input import (
+    arrow_source,
+    column_names,
+    mended,
+    plain,
+    pyarrow_module,
+    stream_failed,
+    validated,
+)
+from memresolve._io._parquet_input import ParquetInput, parquet_files
+from memresolve._model import _arguments as arguments
+from memresolve.errors import ErrorKind, InvalidInputError
+
+__all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
+
+#: Rows per batch handed to the router: big enough to amortise a call, small
+#: enough that a batch and its routed copies are a few tens of megabytes.
+BATCH_ROWS = 65_536
+#: Fewer rows per Parquet batch when rows are wide (large values read with
+#: ``with_values``): the batches decoded ahead stay within a few of these.
+BATCH_BYTES = 32 * 2**20
+#: Rows per batch, at least (a call into the router has a fixed cost).
+MIN_BATCH_ROWS = 1_024
+#: The ``file`` of rows that came from an Arrow stream rather than a file.
+STREAM = "<stream>"
+
+
+class Source:
+    """One input of the job (``records``, ``contexts`` or ``tombstones``)."""
+
+    def __init__(self, data: object, what: str, columns: tuple[str, ...]) -> None:
+        pa = pyarrow_module()
+        self.what = what
+        self._files: list[tuple[str, int]] = []  # (file, first row in the whole input)
+        # Each Parquet file. A file is opened only while it is read: an open reader keeps
+        # the file's buffers, as much memory as the file.
+        self._dataset: list[ParquetInput] | None = None
+        self._stream: Any = None
+        self._table: Any = None  # an input already in memory: rows can be read again
+        self._per_row: float | None = None
+        if isinstance(data, str | os.PathLike):
+            self._dataset = parquet_files(arguments.path(data, what), what)
+            self.schema = self._dataset[0].metadata.schema.to_arrow_schema()
+        else:
+            source = arrow_source(data, what)
+            if isinstance(source, pa.RecordBatch):
+                source = pa.Table.from_batches([source])
+            if isinstance(source, pa.Table):
+                # Checked whole before it is exported as a stream: pyarrow's export of a
+                # table with a column shorter than the table crashes the interpreter.
+                self._table = source = validated(plain(mended(source), what), what)
+            if not hasattr(source, "__arrow_c_stream__"):
+                raise InvalidInputError(
+                    f"{what}: expected a Parquet file or directory, or an Arrow table or stream,"
+                    f" got {type(data).__name__}",
+                    kind=ErrorKind.WRONG_TYPE,
+                    field=what,
+                )
+            try:
+                self._stream = pa.RecordBatchReader.from_stream(source)
+            except Exception as exc:  # whatever the producer raised
+                raise InvalidInputError(
+                    f"{what}: expected an Arrow table or stream, got {type(data).__name__}"
+                    f" ({type(exc).__name__}: {exc})",
+                    kind=ErrorKind.WRONG_TYPE,
+                    field=what,
+                ) from exc
+            self.schema = self._stream.schema
+        self.wanted = columns
+        try:
+            present = column_names(self.schema, what)
+        except InvalidInputError as error:  # the first file's fault: named with it
+            raise (in_file(self._dataset[0].name, error) if self._dataset else error) from None
+        self.columns = [name for name in columns if name in present]
+
+    @property
+    def is_files(self) -> bool:
+        return self._dataset is not None
+
+    def total_rows(self) -> int | None:
+        """The rows of the input: from the Parquet metadata, or an in-memory table's (None:
+        a stream, not known until it is read)."""
+        if self._dataset is not None:
+            return sum(file.rows for file in self._dataset)
+        if self._table is not None:
+            return int(self._table.num_rows)
+        return None
+
+    def estimated_bytes(self) -> int | None:
+        """The size in Arrow of the columns read, estimated (None: a stream, size unknown).
+
+        Rows come from the Parquet metadata; bytes per row from a first batch
+        read as Arrow. (The metadata's "uncompressed" sizes are of Parquet's
+        encodings: a dictionary-encoded id column is a fraction of its Arrow size.)
+        """
+        rows = self.total_rows() if self._dataset is not None else None
+        if rows is None:
+            return None
+        return math.ceil(rows * self._bytes_per_row())
+
+    def _bytes_per_row(self) -> float:
+        """Arrow bytes per row of the columns read, from a sample of the first rows."""
+        if self._per_row is None:
+            self._per_row = 0.0
+            for file in self._dataset or ():
+                if file.rows:
+                    columns = self._columns_of(file.metadata)
+                    # The first 8,192 rows, not the whole row group: it may be large.
+                    sample, group_rows = file.first_rows(columns, 8_192)
+                    self._per_row = _sample_bytes(sample, group_rows) / max(1, sample.num_rows)
+                    break
+        return self._per_row
+
+    def batch_rows(self) -> int:
+        """Rows per Parquet batch: ``BATCH_ROWS``, fewer for rows wider than ``BATCH_BYTES``
+        spread over as many."""
+        fitting = int(BATCH_BYTES / max(1.0, self._bytes_per_row()))
+        return max(MIN_BATCH_ROWS, min(BATCH_ROWS, fitting))
+
+    def batches(self) -> Iterator[tuple[str, int, Any]]:
+        """``(file, first row of the batch within that file, batch)``, in input order."""
+        if self._dataset is None:
+            yield from self._stream_batches()
+            return
+        # Decoding the next batches (GIL released) overlaps the caller's work on this one.
+        with read_ahead(self._file_batches(self._dataset)) as batches:
+            yield from batches
+
+    def _columns_of(self, metadata: Any) -> list[str]:
+        """The columns read that the file of ``metadata`` has (each file is read with its
+        own columns and types, and checked as it is: a column it lacks, a type only it
+        has, are its own faults)."""
+        present = set(column_names(metadata.schema.to_arrow_schema(), self.what))
+        return [column for column in self.wanted if column in present]
+
+    def _file_batches(self, dataset: list[ParquetInput]) -> Iterator[tuple[str, int, Any]]:
+        pa = pyarrow_module()
+        rows = 0
+        batch_rows = self.batch_rows()
+        for file in dataset:
+            name = file.name
+            self._files.append((name, rows))
+            offset = 0
+            try:
+                columns = self._columns_of(file.metadata)
+                for batch in file.batches(columns, batch_rows):
+                    if batch.num_rows:
+                        yield name, offset, batch
+                        offset += batch.num_rows
+                if offset == 0:  # no rows: its columns are checked all the same
+                    arrow_schema = file.metadata.schema.to_arrow_schema()
+                    schema = pa.schema([arrow_schema.field(c) for c in columns])
+                    yield name, 0, _no_rows(schema)
+            except InvalidInputError as error:
+                raise (error if error.file else in_file(name, error)) from None
+            rows += offset
+
+    def _stream_batches(self) -> Iterator[tuple[str, int, Any]]:
+        self._files.append((STREAM, 0))
+        offset = 0
+        while True:
+            try:
+                batch = self._stream.read_next_batch()
+            except StopIteration:
+                return
+            except Exception as exc:  # whatever the stream raised
+                raise stream_failed(self.what, exc) from exc
+            # Mended for the spill: each batch is written to an IPC file as it is.
+            selected = mended(batch.select(self.columns), to_spill=True)
+            batch = validated(plain(selected, self.what), self.what)
+            for start in range(0, batch.num_rows, BATCH_ROWS):
+                piece = batch.slice(start, BATCH_ROWS)
+                yield STREAM, offset, piece
+                offset += piece.num_rows
+
+    def empty(self) -> Any:
+        """A batch with no rows and the columns read (to check a table that has none)."""
+        pa = pyarrow_module()
+        return _no_rows(pa.schema([self.schema.field(name) for name in self.columns]))
+
+    def place(self, row: int) -> tuple[str, int]:
+        """The file, and the row within it, of the whole input's ``row``."""
+        name, first = self._files[0]
+        for candidate, start in self._files:
+            if start > row:
+                break
+            name, first = candidate, start
+        return name, row - first
+
+    def value_at(self, column: str, row: int) -> object:
+        """The value of ``column`` at the whole input's ``row`` (None: a stream, read once)."""
+        if self._table is not None:
+            return self._table.column(column)[row].as_py()
+        if self._dataset is None:
+            return None
+        name, within = self.place(row)
+        file = next(file for file in self._dataset if file.name == name)
+        return file.value_at(column, within)
+
+
+def _no_rows(schema: Any) -> Any:
+    """A batch of ``schema`` with no rows. Not ``from_pylist([])``: pyarrow has no converter
+    from Python for some types the readers accept (a dictionary of string views)."""
+    pa = pyarrow_module()
+    return pa.RecordBatch.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
+
+
+def _sample_bytes(sample: Any, group_rows: int) -> float:
+    """The Arrow bytes of a sample's rows: a dictionary column's indices, and its share of
+    the dictionary the rest of its row group (``group_rows`` rows) shares."""
+    pa = pyarrow_module()
+    share = min(1.0, sample.num_rows / max(1, group_rows))
+    total = 0.0
+    for column in sample.columns:
+        if pa.types.is_dictionary(column.type):
+            total += column.indices.nbytes + column.dictionary.nbytes * share
+        else:
+            total += column.nbytes
+    return total
+
+
+def in_file(name: str, error: InvalidInputError) -> InvalidInputError:
+    """``error``, about a row of the file ``name``, saying so."""
+    if name == STREAM:
+        return error
+    return InvalidInputError(
+        f"{name}: {error}",
+        kind=error.kind,
+        record_id=error.record_id,
+        field=error.field,
+        row=error.row,
+        file=name,
+    )

@@ -1,0 +1,1 @@
+"""Input and output: Arrow tables, Parquet inputs, JSON Lines, in the forms both backends read."""

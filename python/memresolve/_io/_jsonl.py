@@ -1,0 +1,379 @@
+"""JSON Lines reading and writing of records, contexts and tombstones.
+
+One JSON object per line, fields named as in the Python classes. A scope is
+an object with its ``kind`` and that kind's ids; instants are ISO-8601 strings
+with a UTC offset (``2026-07-30T12:00:00+00:00`` or ``...Z``). Reading is
+strict: a missing or unknown field, a duplicate key, a naive instant or any
+rule of ``docs/spec.md`` §1 raises ``InvalidInputError`` naming the line, the
+record and the field. Blank lines are skipped. Files are read a line at a time, each
+line at most ``MAX_LINE_BYTES`` (16 MiB; ``_lines``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import IO, Any, TypeAlias, TypeGuard, TypeVar
+
+from memresolve._io._lines import Source, numbered_lines
+from memresolve._model import _arguments as arguments
+from memresolve._model import _validate as check
+from memresolve._model._inputs import ForgetTombstone, RetrievalContext
+from memresolve._model._records import RECORD_DEFAULTS, RECORD_FIELDS, MemoryRecord
+from memresolve._model._scopes import SCOPE_TYPES, Scope, make_scope, scope_owner
+from memresolve._model._types import SCOPE_ID_COLUMNS, SCOPE_OWNER_COLUMN
+from memresolve._model._validate import Subject
+from memresolve.errors import ErrorKind, InvalidInputError
+
+__all__ = [
+    "context_from_json",
+    "context_to_json",
+    "instant_from_text",
+    "read_contexts",
+    "read_records",
+    "read_tombstones",
+    "record_from_json",
+    "record_to_json",
+    "tombstone_from_json",
+    "tombstone_to_json",
+    "write_contexts",
+    "write_records",
+    "write_tombstones",
+]
+
+_ISO_INSTANT = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
+    r"(Z|[+-]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)",
+    re.ASCII,
+)
+
+JsonObject: TypeAlias = dict[str, Any]
+T = TypeVar("T")
+
+_SCOPE_TYPES: dict[str, type[Scope]] = {scope.kind.value: scope for scope in SCOPE_TYPES}
+# The record's own tables: the fields with a default may be left out (and take it).
+_RECORD_REQUIRED = tuple(name for name in RECORD_FIELDS if name not in RECORD_DEFAULTS)
+_RECORD_OPTIONAL = tuple(name for name in RECORD_FIELDS if name in RECORD_DEFAULTS)
+_INSTANT_FIELDS = ("valid_from", "valid_until", "observed_at")
+_CONTEXT_REQUIRED = ("now", "user_id", "character_id", "conversation_id")
+_TOMBSTONE_REQUIRED = ("key", "scope", "forgotten_at")
+
+
+# Objects <-> JSON values ------------------------------------------------------------------
+
+
+def _instant_to_json(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _instant_from_json(value: object, subject: Subject, field: str) -> datetime:
+    if not isinstance(value, str):
+        subject.fail(
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be an ISO-8601 string with a UTC offset, got {_json_type(value)}",
+        )
+    # fromisoformat alone accepts oddities such as trailing junk before "Z".
+    if _ISO_INSTANT.fullmatch(value) is None:
+        subject.fail(
+            field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time with a UTC offset: {value!r}"
+        )
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        subject.fail(field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time: {value!r}")
+    return check.instant(moment, subject, field)
+
+
+def instant_from_text(value: str, field: str) -> datetime:
+    """An ISO-8601 instant with a UTC offset, as JSON Lines reads it."""
+    return _instant_from_json(value, Subject("argument"), field)
+
+
+def _optional_instant_from_json(value: object, subject: Subject, field: str) -> datetime | None:
+    return None if value is None else _instant_from_json(value, subject, field)
+
+
+def _json_type(value: object) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def _fields(
+    obj: object, subject: Subject, required: Iterable[str], optional: Iterable[str] = ()
+) -> Mapping[str, Any]:
+    """The object's fields, after checking that none is missing and none is unknown."""
+    if not isinstance(obj, dict):
+        raise InvalidInputError(
+            f"{subject.label}: expected a JSON object, got {_json_type(obj)}",
+            kind=ErrorKind.WRONG_TYPE,
+            record_id=subject.record_id,
+        )
+    required = tuple(required)
+    for name in required:
+        if name not in obj:
+            subject.fail(name, ErrorKind.MISSING, "is missing")
+    known = {*required, *optional}
+    for name in obj:
+        if name not in known:
+            subject.fail(
+                name,
+                ErrorKind.UNKNOWN_FIELD,
+                f"is not a known field (expected: {', '.join(sorted(known))})",
+            )
+    return obj
+
+
+def scope_to_json(scope: Scope) -> JsonObject:
+    """``{"kind": ..., <its ids>}``, and the owner as ``user_id`` when there is one."""
+    names = SCOPE_ID_COLUMNS[scope.kind]
+    obj: JsonObject = {"kind": scope.kind.value, **dict(zip(names, scope.fields, strict=True))}
+    owner = scope_owner(scope)
+    if owner is not None:
+        obj[str(SCOPE_OWNER_COLUMN[scope.kind])] = owner
+    return obj
+
+
+def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Scope:
+    nested = Subject(subject.label, subject.record_id)
+    if not isinstance(value, dict):
+        nested.fail(
+            field,
+            ErrorKind.WRONG_TYPE,
+            f"must be an object with a 'kind' and that kind's ids, got {_json_type(value)}",
+        )
+    if "kind" not in value:
+        nested.fail(f"{field}.kind", ErrorKind.MISSING, "is missing")
+    kind = value["kind"]
+    if not isinstance(kind, str):
+        nested.fail(
+            f"{field}.kind", ErrorKind.WRONG_TYPE, f"must be a string, got {_json_type(kind)}"
+        )
+    if kind not in _SCOPE_TYPES:
+        nested.fail(
+            f"{field}.kind",
+            ErrorKind.UNKNOWN_VALUE,
+            f"has unknown value {kind!r}; expected one of " + ", ".join(map(repr, _SCOPE_TYPES)),
+        )
+    scope_type = _SCOPE_TYPES[kind]
+    names = SCOPE_ID_COLUMNS[scope_type.kind]
+    owner_column = SCOPE_OWNER_COLUMN[scope_type.kind]
+    for name in value:
+        if name != "kind" and name not in names and name != owner_column:
+            nested.fail(
+                f"{field}.{name}", ErrorKind.UNKNOWN_FIELD, f"is not a field of a {kind} scope"
+            )
+    ids = []
+    for name in names:
+        if name not in value:
+            nested.fail(f"{field}.{name}", ErrorKind.MISSING, "is missing")
+        ids.append(check.text(value[name], nested, f"{field}.{name}"))
+    owner = None
+    if owner_column is not None:
+        owner = check.optional_text(value.get(owner_column), nested, f"{field}.{owner_column}")
+    return make_scope(scope_type.kind, ids, owner)
+
+
+def record_to_json(record: MemoryRecord) -> JsonObject:
+    """The JSON object for ``record``; ``record_from_json`` reads it back equal."""
+    return {
+        "id": record.id,
+        "key": record.key,
+        "value": record.value,
+        "scope": scope_to_json(record.scope),
+        "status": record.status.value,
+        "authority": record.authority.value,
+        "confidence": record.confidence,
+        "valid_from": _instant_to_json(record.valid_from),
+        "valid_until": _instant_to_json(record.valid_until),
+        "source_message_ids": list(record.source_message_ids),
+        "supersedes": record.supersedes,
+        "version": record.version,
+        "observed_at": _instant_to_json(record.observed_at),
+    }
+
+
+def _is_valid_id(record_id: object) -> TypeGuard[str]:
+    # An error names the record only by an id the record could have (docs/spec.md §5.1).
+    if not isinstance(record_id, str) or not record_id:
+        return False
+    try:
+        record_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def record_from_json(obj: object) -> MemoryRecord:
+    """A ``MemoryRecord`` from a JSON object (strict: see the module docstring)."""
+    record_id = obj.get("id") if isinstance(obj, dict) else None
+    subject = (
+        Subject(f"record {record_id!r}", record_id)
+        if _is_valid_id(record_id)
+        else Subject("record")
+    )
+    fields = dict(_fields(obj, subject, _RECORD_REQUIRED, _RECORD_OPTIONAL))
+    source_ids = fields.get("source_message_ids", [])
+    if not isinstance(source_ids, list):
+        subject.fail(
+            "source_message_ids",
+            ErrorKind.WRONG_TYPE,
+            f"must be an array, got {_json_type(source_ids)}",
+        )
+    fields["scope"] = scope_from_json(fields["scope"], subject)
+    for name in _INSTANT_FIELDS:
+        if name in fields:
+            fields[name] = _optional_instant_from_json(fields[name], subject, name)
+    return MemoryRecord(**fields)
+
+
+def context_to_json(context: RetrievalContext) -> JsonObject:
+    return {
+        "now": _instant_to_json(context.now),
+        "user_id": context.user_id,
+        "character_id": context.character_id,
+        "conversation_id": context.conversation_id,
+        "scene_id": context.scene_id,
+    }
+
+
+def context_from_json(obj: object) -> RetrievalContext:
+    subject = Subject("context")
+    fields = _fields(obj, subject, _CONTEXT_REQUIRED, ("scene_id",))
+    return RetrievalContext(
+        now=_instant_from_json(fields["now"], subject, "now"),
+        user_id=fields["user_id"],
+        character_id=fields["character_id"],
+        conversation_id=fields["conversation_id"],
+        scene_id=fields.get("scene_id"),
+    )
+
+
+def tombstone_to_json(tombstone: ForgetTombstone) -> JsonObject:
+    return {
+        "key": tombstone.key,
+        "scope": scope_to_json(tombstone.scope),
+        "forgotten_at": _instant_to_json(tombstone.forgotten_at),
+        "blocks_sources_before": _instant_to_json(tombstone.blocks_sources_before),
+    }
+
+
+def tombstone_from_json(obj: object) -> ForgetTombstone:
+    subject = Subject("tombstone")
+    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED, ("blocks_sources_before",))
+    return ForgetTombstone(
+        key=fields["key"],
+        scope=scope_from_json(fields["scope"], subject),
+        forgotten_at=_instant_from_json(fields["forgotten_at"], subject, "forgotten_at"),
+        blocks_sources_before=_optional_instant_from_json(  # type: ignore[arg-type]
+            fields.get("blocks_sources_before"), subject, "blocks_sources_before"
+        ),
+    )
+
+
+# Files ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _opened_for_writing(target: Source) -> Iterator[IO[str]]:
+    if isinstance(target, str | os.PathLike):
+        with arguments.path(target, "destination").open("w", encoding="utf-8", newline="\n") as f:
+            yield f
+    elif callable(getattr(target, "write", None)):
+        yield target
+    else:
+        raise InvalidInputError(
+            "destination: expected a path or a text stream with write(), got"
+            f" {type(target).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field="destination",
+        )
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
+    obj: JsonObject = {}
+    for name, value in pairs:
+        if name in obj:
+            raise InvalidInputError(
+                f"field {name!r} appears twice in one object",
+                kind=ErrorKind.DUPLICATE_FIELD,
+                field=name,
+            )
+        obj[name] = value
+    return obj
+
+
+def _read(source: Source, parse: Callable[[object], T]) -> list[T]:
+    return [
+        _parse_line(line, parse, name, number)
+        for name, number, line in numbered_lines(source)
+        if line.strip()
+    ]
+
+
+def _parse_line(line: str, parse: Callable[[object], T], name: str, number: int) -> T:
+    try:
+        return parse(json.loads(line, object_pairs_hook=_reject_duplicate_keys))
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"{name} line {number}: {exc}",
+            kind=exc.kind,
+            record_id=exc.record_id,
+            field=exc.field,
+            line=number,
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        # Not JSON, or JSON Python will not hold: nesting too deep, a number too long.
+        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise InvalidInputError(
+            f"{name} line {number}: not valid JSON ({problem})",
+            kind=ErrorKind.MALFORMED,
+            line=number,
+        ) from None
+
+
+def _write(
+    items: Iterable[T],
+    expected: type[T],
+    field: str,
+    destination: Source,
+    to_json: Callable[[T], JsonObject],
+) -> None:
+    # Every item is checked before the destination is opened: nothing half-written.
+    rows = arguments.items(items, expected, field)
+    with _opened_for_writing(destination) as out:
+        for item in rows:
+            out.write(json.dumps(to_json(item), ensure_ascii=False, allow_nan=False))
+            out.write("\n")
+
+
+def read_records(source: Source) -> list[MemoryRecord]:
+    """Every record of a JSON Lines file (a path or an open text stream)."""
+    return _read(source, record_from_json)
+
+
+def write_records(records: Iterable[MemoryRecord], destination: Source) -> None:
+    """Write ``records`` as JSON Lines; ``read_records`` reads them back equal."""
+    _write(records, MemoryRecord, "records", destination, record_to_json)
+
+
+def read_contexts(source: Source) -> list[RetrievalContext]:
+    """Every retrieval context of a JSON Lines file."""
+    return _read(source, context_from_json)
+
+
+def write_contexts(contexts: Iterable[RetrievalContext], destination: Source) -> None:
+    _write(contexts, RetrievalContext, "contexts", destination, context_to_json)
+
+
+def read_tombstones(source: Source) -> list[ForgetTombstone]:
+    """Every forget tombstone of a JSON Lines file."""
+    return _read(source, tombstone_from_json)
+
+
+def write_tombstones(tombstones: Iterable[ForgetTombstone], destination: Source) -> None:
+    _write(tombstones, ForgetTombstone, "tombstones", destination, tombstone_to_json)

@@ -1,0 +1,1 @@
+"""The data model: vocabularies, validation, scopes, records, contexts, tombstones, results."""

@@ -1,0 +1,200 @@
+"""The other inputs of a resolution: the retrieval context, and forget tombstones.
+
+Both are frozen and validated once, at construction (``docs/spec.md`` §1.4-1.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from memresolve._model import _validate as check
+from memresolve._model._records import MISSING, check_scope
+from memresolve._model._scopes import (
+    CharacterScope,
+    ConversationScope,
+    SceneScope,
+    Scope,
+    UserScope,
+)
+from memresolve._model._validate import Subject
+from memresolve.errors import ErrorKind, InvalidInputError
+
+__all__ = ["ForgetTombstone", "RetrievalContext", "check_tombstone_scope", "forget_everywhere"]
+
+T = TypeVar("T")
+
+
+def _keyword_arguments(label: str) -> Callable[[type[T]], type[T]]:
+    """Makes the argument errors of a keyword-only dataclass ``InvalidInputError``,
+    as ``MemoryRecord``'s are (``docs/spec.md`` §5.2): a positional argument is
+    ``wrong-type``, a name that is no field ``unknown-field``, and a required field
+    left out arrives as ``MISSING``, for ``__post_init__`` to report as ``missing``
+    in its turn (``_given``)."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        generated = cls.__init__
+        names = [each.name for each in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        required = [
+            each.name
+            for each in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if each.default is dataclasses.MISSING and each.default_factory is dataclasses.MISSING
+        ]
+
+        @functools.wraps(generated)
+        def __init__(self: T, *args: object, **kwargs: Any) -> None:
+            if args:
+                raise InvalidInputError(
+                    f"{label}: {cls.__name__} takes keyword arguments only,"
+                    f" got {len(args)} positional",
+                    kind=ErrorKind.WRONG_TYPE,
+                )
+            for name in kwargs:
+                if name not in names:
+                    Subject(label).fail(
+                        name,
+                        ErrorKind.UNKNOWN_FIELD,
+                        f"is not a field of {cls.__name__} (fields: {', '.join(names)})",
+                    )
+            for name in required:
+                kwargs.setdefault(name, MISSING)
+            generated(self, **kwargs)
+
+        setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses assigning a method
+        return cls
+
+    return wrap
+
+
+def _given(value: T, subject: Subject, name: str) -> T:
+    """``value``, unless the argument was left out (``missing``)."""
+    if value is MISSING:
+        subject.fail(name, ErrorKind.MISSING, "is missing")
+    return value
+
+
+@_keyword_arguments("context")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetrievalContext:
+    """Where and when memories are retrieved: the current user, character, conversation, scene.
+
+    ``now`` is required: memresolve never reads the clock, so every worker
+    given the same context picks the same winners.
+    """
+
+    now: datetime
+    user_id: str
+    character_id: str
+    conversation_id: str
+    scene_id: str | None = None
+
+    def __post_init__(self) -> None:
+        subject = Subject("context")
+        object.__setattr__(
+            self, "now", check.instant(_given(self.now, subject, "now"), subject, "now")
+        )
+        for name in ("user_id", "character_id", "conversation_id"):
+            value = _given(getattr(self, name), subject, name)
+            object.__setattr__(self, name, check.text(value, subject, name))
+        object.__setattr__(
+            self, "scene_id", check.optional_text(self.scene_id, subject, "scene_id")
+        )
+
+    def scopes(self) -> tuple[Scope, ...]:
+        """Every scope this context sees (``docs/spec.md`` §1.1): its user and
+        character; its conversation, unowned and owned by its user; and when it
+        has a scene, that scene unowned and owned by its user.
+        """
+        seen: list[Scope] = [
+            UserScope(self.user_id),
+            CharacterScope(self.user_id, self.character_id),
+            ConversationScope(self.conversation_id),
+            ConversationScope(self.conversation_id, user_id=self.user_id),
+        ]
+        if self.scene_id is not None:
+            seen.append(SceneScope(self.conversation_id, self.scene_id))
+            seen.append(SceneScope(self.conversation_id, self.scene_id, user_id=self.user_id))
+        return tuple(seen)
+
+
+@_keyword_arguments("tombstone")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForgetTombstone:
+    """A user's "forget this": blocks ``key`` in ``scope`` for evidence up to a moment.
+
+    A record with the same key and an equal scope whose evidence time
+    (``observed_at``, else ``valid_from``) is at or before
+    ``blocks_sources_before`` is excluded as ``forgotten``, whatever ``now``
+    is. ``blocks_sources_before`` defaults to ``forgotten_at`` and may not be
+    later (it would block a fact the user re-tells after the forget). The
+    tombstone never holds the forgotten value.
+    """
+
+    key: str
+    scope: Scope
+    forgotten_at: datetime
+    blocks_sources_before: datetime = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        key = check.text(_given(self.key, Subject("tombstone"), "key"), Subject("tombstone"), "key")
+        subject = Subject(f"tombstone for key {key!r}")
+        object.__setattr__(self, "key", key)
+        scope = check_scope(_given(self.scope, subject, "scope"), subject, "scope")
+        object.__setattr__(self, "scope", scope)
+        forgotten_at = check.instant(
+            _given(self.forgotten_at, subject, "forgotten_at"), subject, "forgotten_at"
+        )
+        object.__setattr__(self, "forgotten_at", forgotten_at)
+        bound = (
+            forgotten_at
+            if self.blocks_sources_before is None
+            else check.instant(self.blocks_sources_before, subject, "blocks_sources_before")
+        )
+        if bound > forgotten_at:
+            subject.fail(
+                "blocks_sources_before",
+                ErrorKind.INCONSISTENT,
+                "is later than forgotten_at; it would block a fact re-told after the forget",
+            )
+        object.__setattr__(self, "blocks_sources_before", bound)
+
+
+def forget_everywhere(
+    key: str, context: RetrievalContext, *, at: datetime
+) -> tuple[ForgetTombstone, ...]:
+    """The tombstones that forget ``key`` in every scope ``context`` sees, at ``at``.
+
+    One per scope of ``RetrievalContext.scopes``: the user's, the character's,
+    the conversation's and the scene's (when there is one), each unowned and
+    owned by the context's user. "Forget my city" is then one call for
+    everything this turn could show. Evidence observed up to ``at`` is blocked.
+    Scopes the context does not see (the same user's other characters, other
+    conversations) are untouched.
+
+    Raises:
+        InvalidInputError: ``key`` or ``at`` breaks a rule, or ``context`` is
+            not a ``RetrievalContext``.
+    """
+    if not isinstance(context, RetrievalContext):
+        Subject("forget_everywhere").fail(
+            "context",
+            ErrorKind.WRONG_TYPE,
+            f"must be a RetrievalContext, got {type(context).__name__}",
+        )
+    return tuple(
+        ForgetTombstone(key=key, scope=scope, forgotten_at=at) for scope in context.scopes()
+    )
+
+
+def check_tombstone_scope(tombstone: ForgetTombstone, row: int) -> Scope:
+    """The scope rule again, at resolve time (see ``_records.check_scope``): the
+    tombstone's scope, normalised.
+
+    The reference checks every tombstone with it; the native kernel calls it
+    for a scope its fast path does not take, so both raise the same error.
+    """
+    return check_scope(tombstone.scope, Subject(f"tombstones[{row}]"), "scope")

@@ -1,0 +1,1 @@
+"""What memresolve.spark runs on Spark executors, and how it plans the exchanges."""

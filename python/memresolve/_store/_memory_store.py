@@ -1,0 +1,507 @@
+"""``MemoryStore``: memories kept between turns, in SQLite, resolved per turn.
+
+The file is the truth; the store keeps the records of the scopes it has resolved in
+memory, as built ``MemoryRecord`` objects, so a turn reads no rows and builds no
+objects for scopes it has seen. A turn reads the rows of at most six scopes (those of
+its context, ``docs/spec.md`` §1.4): memory grows with the users served, not with the
+file. Every write is one SQLite transaction; the cache follows each write of this
+store, and is dropped whole when another connection has committed (SQLite's
+``data_version``). Every read that forms one answer runs in one read transaction, so
+it sees one committed state, and the cache never mixes two.
+
+Forgetting erases: the transaction that stores a tombstone overwrites, in place, the
+text of every record it blocks (``_store_schema`` says why in place), and the store
+then empties the write-ahead log into the file (``_store_file``), so that no file of
+the store holds the text when the call returns.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar
+
+import pyarrow as pa
+
+from memresolve._engine._api import resolve_batch
+from memresolve._engine._explain import Explanation, explain_in
+from memresolve._engine._jobs import Normalization, forget_sweep, normalize
+from memresolve._io._arrow import records_from_arrow, records_to_arrow, tombstones_to_arrow
+from memresolve._model import _arguments as arguments
+from memresolve._model._call import record_rows, resolve_prepared
+from memresolve._model._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
+from memresolve._model._records import MemoryRecord, check_records, check_scope
+from memresolve._model._result import Resolution
+from memresolve._model._scopes import Scope, scope_id
+from memresolve._model._types import Reason
+from memresolve._model._validate import Subject, instant, text
+from memresolve._store import _errors as errors
+from memresolve._store import _schema as schema
+from memresolve._store import _sql as sql
+from memresolve._store._async import in_thread
+from memresolve._store._core import StoreCore
+from memresolve.errors import ErrorKind, InvalidInputError, StoreClosedError
+
+__all__ = ["ArrowExport", "ErasedUser", "MemoryStore"]
+
+#: What an erased record's ``value`` holds.
+_ERASED_TEXT: Final = ""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedUser:
+    """What ``MemoryStore.erase_user`` deleted."""
+
+    records: int
+    tombstones: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArrowExport:
+    """The whole store at one committed state, as the batch form's inputs
+    (``memresolve.resolve_batch``, ``resolve_dataset``): ``records`` in the columns of
+    ``records_to_arrow``, ``tombstones`` in those of ``tombstones_to_arrow``."""
+
+    records: pa.Table
+    tombstones: pa.Table
+
+
+def _guarded(
+    method: Callable[Concatenate[MemoryStore, _P], _R],
+) -> Callable[Concatenate[MemoryStore, _P], _R]:
+    """A public method inside the contract: a closed store raises ``StoreClosedError``, and
+    SQLite's errors are raised as ``docs/errors.md`` states them (``_store_errors``)."""
+
+    @functools.wraps(method)
+    def call(self: MemoryStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        file = self._core.file
+        if file.closed:
+            raise self._closed_error()
+        try:
+            with errors.translating(file.path):
+                return method(self, *args, **kwargs)
+        except Exception:
+            if file.closed:  # closed by another thread while this call waited for it
+                raise self._closed_error() from None
+            raise
+
+    return call
+
+
+class MemoryStore:
+    """Memory records and forget tombstones kept in SQLite, resolved per turn.
+
+    ``MemoryStore()`` (or ``MemoryStore(":memory:")``) keeps them in memory for the life
+    of the object; ``MemoryStore(path)`` in a SQLite file (created with mode 0600, in
+    write-ahead log mode), which any number of stores, in this or other processes, may
+    open. Safe to use from many threads: a call sees the store before or after a write,
+    never half of it. Every write is atomic: bad input raises ``InvalidInputError`` and
+    writes nothing.
+
+    ``resolve(context)`` returns what ``memresolve.resolve`` returns over every record
+    and tombstone of the store, less the ``scope`` exclusions: the records of the
+    scopes the context cannot see are not candidates (as in the batch form,
+    ``docs/spec.md`` §4).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        where = None if path is None else arguments.path(path, "path")
+        if where is not None and str(where) == ":memory:":
+            where = None  # SQLite's name for a database in memory, as sqlite3.connect reads it
+        with errors.translating(where):
+            self._core = StoreCore(where)
+
+    def _closed_error(self) -> StoreClosedError:
+        path = self._core.file.path
+        return StoreClosedError(f"{self!r} is closed", path=None if path is None else str(path))
+
+    def close(self) -> None:
+        """Closes the file (further calls raise ``StoreClosedError``; closing again does
+        nothing), first finishing what erasures left to do if it can (``wipe``): a store
+        closed with erased data still in its files warns and says how to finish it."""
+        with errors.translating(self._core.file.path):
+            self._core.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        path = self._core.file.path
+        return f"MemoryStore({'memory' if path is None else str(path)!r})"
+
+    @_guarded
+    def wipe(self) -> bool:
+        """Finishes what erasures left to do: copies the write-ahead log into the file and
+        empties it, and runs a compaction an ``erase_user`` could not finish (``VACUUM``:
+        O(store) time), so that nothing ``forget``, ``forget_everywhere`` and
+        ``erase_user`` erased survives in any file of the store. They do this themselves;
+        call it after an ``ErasureDelayedWarning``, or at start-up after a crash.
+
+        Returns False when something is still left (a read of an older snapshot, open in
+        another connection, still needs the pages, waited for up to 5 s,
+        ``memresolve._store._core.WIPE_WAIT_SECONDS``;
+        or another connection holds the write lock); the store retries the wipe in the
+        background, at its next write and on ``close``.
+        """
+        return self._core.wipe()
+
+    # -- writes ----------------------------------------------------------------
+
+    @_guarded
+    def add(self, records: Iterable[MemoryRecord]) -> int:
+        """Adds ``records`` in one transaction; returns how many were new.
+
+        A record whose id the store holds with the same content (as first added) is
+        a retry, and changes nothing: not even the text a forget erased since, nor
+        a status rewritten since. A record the forget sweep would purge (a tombstone the
+        store holds blocks it, or it is stored ``forgotten``) is stored with its text
+        erased.
+
+        Raises:
+            InvalidInputError: an item is not a ``MemoryRecord``; two share an id;
+                or the store holds an id with other content (``duplicate-id``,
+                naming the id and the row). Nothing is written.
+        """
+        checked = check_records(record_rows(records))
+        rows = [schema.record_row(record) for record in checked]
+        with self._core.writing() as connection:
+            known = sql.known_hashes(connection, [row["id"] for row in rows])
+            new: list[tuple[int, dict[str, Any]]] = []
+            for index, row in enumerate(rows):
+                stored = known.get(row["id"])
+                if stored is None:
+                    new.append((index, row))
+                elif stored.hash != (
+                    schema.erased_hash(row) if stored.erased else row["content_hash"]
+                ):
+                    raise InvalidInputError(
+                        f"record {row['id']!r}: field 'id' is already in the store with "
+                        "other content",
+                        kind=ErrorKind.DUPLICATE_ID,
+                        record_id=row["id"],
+                        field="id",
+                        row=index,
+                    )
+            # The forget sweep's rule: text a tombstone blocks, or of a record stored
+            # ``forgotten``, is never stored.
+            purged = forget_sweep(
+                [checked[index] for index, _ in new],
+                sql.tombstones_of(connection, [row["scope_id"] for _, row in new]),
+            ).record_ids
+            stored_records: list[tuple[str, MemoryRecord]] = []
+            for index, row in new:
+                record = checked[index]
+                if row["id"] in purged:
+                    row.update(value=_ERASED_TEXT, source_message_ids="", erased=1)
+                    row["content_hash"] = schema.erased_hash(row)
+                    record = _erased(record)
+                stored_records.append((row["scope_id"], record))
+            sql.insert_records(connection, [row for _, row in new])
+            # In the transaction: a failed commit drops the cache whole.
+            self._core.cache.append(stored_records)
+        return len(new)
+
+    @_guarded
+    def add_arrow(self, table: object) -> int:
+        """``add`` of the records of an Arrow table (the columns of ``records_to_arrow``)."""
+        return self.add(records_from_arrow(table))
+
+    @_guarded
+    def forget(
+        self,
+        key: str,
+        scope: Scope,
+        *,
+        forgotten_at: datetime,
+        blocks_sources_before: datetime | None = None,
+    ) -> tuple[str, ...]:
+        """Stores the tombstone and erases the text of every record it blocks.
+
+        ``blocks_sources_before`` defaults to ``forgotten_at`` (``docs/spec.md`` §1.5).
+        Returns the ids of the records whose text was erased now, sorted.
+        """
+        tombstone = ForgetTombstone(
+            key=key,
+            scope=scope,
+            forgotten_at=forgotten_at,
+            blocks_sources_before=blocks_sources_before,  # type: ignore[arg-type]
+        )
+        return self._forget([tombstone])
+
+    @_guarded
+    def forget_everywhere(
+        self, key: str, context: RetrievalContext, *, at: datetime
+    ) -> tuple[str, ...]:
+        """``forget`` of ``key`` in every scope ``context`` sees (``memresolve.forget_everywhere``),
+        in one transaction. Returns the ids erased, sorted."""
+        return self._forget(forget_everywhere(key, context, at=at))
+
+    def _forget(self, tombstones: Sequence[ForgetTombstone]) -> tuple[str, ...]:
+        rows = [schema.tombstone_row(tombstone) for tombstone in tombstones]
+        erased: list[str] = []
+        with self._core.writing(erases=True) as connection:
+            columns = schema.TOMBSTONE_COLUMNS
+            insert = (
+                f"INSERT OR IGNORE INTO tombstones ({','.join(columns)}) "
+                f"VALUES ({sql.marks(len(columns))})"
+            )
+            for row, tombstone in zip(rows, tombstones, strict=True):
+                # The store may hold this tombstone already (a retried forget).
+                new = connection.execute(insert, [row[c] for c in columns]).rowcount == 1
+                found = connection.execute(
+                    f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ? "
+                    "AND records.erased = 0",
+                    (row["scope_id"], row["key"]),
+                ).fetchall()
+                candidates = [schema.record_from_row(stored) for stored in found]
+                blocked = {p.record_id for p in forget_sweep(candidates, [tombstone])}
+                sql.erase_text(connection, [stored for stored in found if stored["id"] in blocked])
+                erased.extend(blocked)
+                # In the transaction: a failed commit drops the cache whole.
+                self._core.cache.forget(
+                    row["scope_id"],
+                    tombstone if new else None,
+                    [_erased(record) for record in candidates if record.id in blocked],
+                )
+        return tuple(sorted(erased))
+
+    @_guarded
+    def normalize(self, now: datetime) -> Normalization:
+        """Writes, in one transaction, the statuses ``memresolve.normalize`` gives for the
+        whole store at ``now`` (``docs/spec.md`` §7.1), and returns them. No resolution at
+        ``now`` or later changes its winners; the records keep their content hash, so a
+        retry of one as first added is still a no-op.
+
+        Raises:
+            InvalidInputError: ``now`` is not an aware datetime.
+        """
+        moment = instant(now, Subject("normalize"), "now")
+        with self._core.writing() as connection:
+            rows = connection.execute(schema.SELECT_RECORDS).fetchall()
+            tombstones = [
+                schema.tombstone_from_row(row)
+                for row in connection.execute("SELECT * FROM tombstones")
+            ]
+            result = normalize(
+                [schema.record_from_row(row) for row in rows], now=moment, tombstones=tombstones
+            )
+            connection.executemany(
+                "UPDATE records SET status = ? WHERE id = ? AND status = 'active'",
+                [(change.new_status.value, change.record_id) for change in result],
+            )
+            changed = {change.record_id for change in result}
+            self._core.cache.drop_scopes({row["scope_id"] for row in rows if row["id"] in changed})
+        return result
+
+    @_guarded
+    def erase_user(self, user_id: str) -> ErasedUser:
+        """Deletes every record and tombstone of ``user_id``: its user and character
+        scopes, and the conversations and scenes it owns (``docs/spec.md`` §1.1).
+        Unowned conversation and scene scopes belong to no user and are kept.
+
+        Its text is zeroed in place, and the store then compacts the file (it rebuilds
+        the text table and runs ``VACUUM``: O(store)), so that when the call returns no
+        byte of the user's text, id or records' ids is in any file of the store
+        (``docs/store.md``). A kept record whose ``supersedes`` named one of the deleted
+        records has that edge removed (it named nothing any more)."""
+        user = text(user_id, Subject("erase_user"), "user_id")
+        with self._core.writing(erases=True, deletes=True) as connection:
+            records, tombstones, changed = sql.delete_user(connection, user)
+            self._core.cache.drop_user(user)
+            self._core.cache.drop_scopes(changed)
+        return ErasedUser(records=records, tombstones=tombstones)
+
+    # -- reads -----------------------------------------------------------------
+
+    @_guarded
+    def resolve(self, context: RetrievalContext) -> Resolution:
+        """``memresolve.resolve`` over the store's records and tombstones in the
+        scopes ``context`` sees (every other record would be a ``scope`` exclusion)."""
+        _check_context(context, "resolve")
+        with self._core.lock:
+            # A warm turn reads only data_version: with no commit elsewhere since, what
+            # the cache holds is the file's current state.
+            self._core.follow_other_writers()
+            prepared = self._core.cache.ready(context)
+            if prepared is None:
+                with self._core.reading():
+                    prepared = self._core.cache.candidates(context)
+        return resolve_prepared(prepared, context)
+
+    @_guarded
+    def explain(self, record_id: str, context: RetrievalContext) -> Explanation:
+        """Why record ``record_id`` has its outcome in ``context``: the stage, and the
+        records or tombstones that decided it.
+
+        Raises:
+            InvalidInputError: the store holds no record ``record_id``
+                (``unknown-value``), or ``context`` is not a ``RetrievalContext``.
+        """
+        wanted = text(record_id, Subject("explain"), "record_id")
+        _check_context(context, "explain")
+        with self._core.reading() as connection:
+            prepared = self._core.cache.candidates(context)
+            candidates, tombstones = prepared.records, self._core.cache.tombstones(context)
+            record = next((r for r in candidates if r.id == wanted), None) or _get(
+                connection, wanted
+            )
+        if record is None:
+            Subject("explain").fail(
+                "record_id", ErrorKind.UNKNOWN_VALUE, f"names no record of the store: {wanted!r}"
+            )
+        if all(candidate.id != wanted for candidate in candidates):
+            # Outside every scope the context sees: decided at stage 1.
+            candidates = (*candidates, record)
+        return explain_in(record, candidates, context, tombstones)
+
+    @_guarded
+    def history(
+        self, key: str, scope: Scope, context: RetrievalContext
+    ) -> tuple[tuple[MemoryRecord, Reason | None], ...]:
+        """Every record of ``key`` in ``scope``, oldest version first (then by
+        ``valid_from`` and id), each with its outcome in ``context`` (``None``: the
+        winner; ``scope`` for all of them when the context does not see ``scope``)."""
+        subject = Subject("history")
+        wanted_key = text(key, subject, "key")
+        wanted_scope = scope_id(check_scope(scope, subject, "scope"))
+        _check_context(context, "history")
+        with self._core.reading() as connection:  # the resolution and the rows: one snapshot
+            prepared = self._core.cache.candidates(context)
+            rows = connection.execute(
+                f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ? "
+                "ORDER BY records.version, records.valid_from, records.id",
+                (wanted_scope, wanted_key),
+            ).fetchall()
+        resolution = resolve_prepared(prepared, context)
+        versions = [schema.record_from_row(row) for row in rows]
+        return tuple((record, _outcome(resolution, record.id)) for record in versions)
+
+    @_guarded
+    def get(self, record_id: str) -> MemoryRecord | None:
+        """The record with ``record_id`` (its text erased if a tombstone blocks it), or None."""
+        wanted = text(record_id, Subject("get"), "record_id")
+        with self._core.lock:
+            return _get(self._core.connection, wanted)
+
+    @_guarded
+    def __len__(self) -> int:
+        with self._core.lock:
+            count: int = self._core.connection.execute("SELECT count(*) FROM records").fetchone()[0]
+        return count
+
+    @_guarded
+    def records(self) -> Iterator[MemoryRecord]:
+        """Every record, by id (read in one snapshot)."""
+        with self._core.lock:
+            rows = self._core.connection.execute(
+                f"{schema.SELECT_RECORDS} ORDER BY records.id"
+            ).fetchall()
+        return (schema.record_from_row(row) for row in rows)
+
+    @_guarded
+    def tombstones(self) -> tuple[ForgetTombstone, ...]:
+        """Every tombstone."""
+        with self._core.lock:
+            rows = _all_tombstones(self._core.connection)
+        return tuple(schema.tombstone_from_row(row) for row in rows)
+
+    @_guarded
+    def to_arrow(self) -> pa.Table:
+        """Every record as an Arrow table (the columns of ``records_to_arrow``)."""
+        return records_to_arrow(self.records())
+
+    @_guarded
+    def export_arrow(self) -> ArrowExport:
+        """Every record and every tombstone, read in one snapshot, as Arrow tables: the
+        inputs of ``memresolve.resolve_batch`` or ``resolve_dataset`` for the whole store
+        (``to_arrow()`` then ``tombstones()`` could straddle another connection's write)."""
+        with self._core.reading() as connection:
+            rows = connection.execute(f"{schema.SELECT_RECORDS} ORDER BY records.id").fetchall()
+            tombstone_rows = _all_tombstones(connection)
+        return ArrowExport(
+            records=records_to_arrow(schema.record_from_row(row) for row in rows),
+            tombstones=tombstones_to_arrow(
+                schema.tombstone_from_row(row) for row in tombstone_rows
+            ),
+        )
+
+    @_guarded
+    def resolve_batch(
+        self, contexts: object, *, include_excluded: bool = False, with_values: bool = False
+    ) -> pa.Table:
+        """``memresolve.resolve_batch`` of ``contexts`` over the whole store, read in one
+        snapshot."""
+        export = self.export_arrow()
+        return resolve_batch(
+            export.records,
+            contexts,
+            tombstones=export.tombstones,
+            include_excluded=include_excluded,
+            with_values=with_values,
+        )
+
+    # -- asyncio ----------------------------------------------------------------
+    # Each runs its synchronous twin on a worker thread: SQLite and the resolver
+    # never block the event loop (``_store_async`` says what cancelling one does).
+
+    aresolve = in_thread(resolve)
+    aresolve_batch = in_thread(resolve_batch)
+    aexplain = in_thread(explain)
+    ahistory = in_thread(history)
+    aget = in_thread(get)
+    ato_arrow = in_thread(to_arrow)
+    aexport_arrow = in_thread(export_arrow)
+    aadd = in_thread(add)
+    aadd_arrow = in_thread(add_arrow)
+    aforget = in_thread(forget)
+    aforget_everywhere = in_thread(forget_everywhere)
+    anormalize = in_thread(normalize)
+    aerase_user = in_thread(erase_user)
+    awipe = in_thread(wipe)
+
+
+def _get(connection: sqlite3.Connection, record_id: str) -> MemoryRecord | None:
+    row = connection.execute(
+        f"{schema.SELECT_RECORDS} WHERE records.id = ?", (record_id,)
+    ).fetchone()
+    return None if row is None else schema.record_from_row(row)
+
+
+def _all_tombstones(connection: sqlite3.Connection) -> list[sqlite3.Row]:
+    return connection.execute(
+        "SELECT * FROM tombstones ORDER BY scope_id, key, forgotten_at"
+    ).fetchall()
+
+
+def _outcome(resolution: Resolution, record_id: str) -> Reason | None:
+    """A record's outcome in a store resolution, which holds only the in-scope ones."""
+    try:
+        return resolution.reason_for(record_id)
+    except KeyError:
+        return Reason.SCOPE
+
+
+def _check_context(context: object, call: str) -> None:
+    if not isinstance(context, RetrievalContext):
+        Subject(call).fail(
+            "context",
+            ErrorKind.WRONG_TYPE,
+            f"must be a RetrievalContext, got {type(context).__name__}",
+        )
+
+
+def _erased(record: MemoryRecord) -> MemoryRecord:
+    """``record`` with its private text erased."""
+    fields = record.to_dict()
+    fields.update(value=_ERASED_TEXT, source_message_ids=[])
+    return type(record).from_dict(fields)
