@@ -1,0 +1,16 @@
+"""A pickle path of memresolve 0.1, before the package moved into wings.
+
+Pickles name a class by its module; those written by 0.1 name ``memresolve._scopes``,
+so it hands on what they need from ``memresolve._model._scopes``. Nothing imports it
+(tests/test_structure.py lists it).
+"""
+
+from memresolve._model._scopes import (
+    CharacterScope,
+    ConversationScope,
+    SceneScope,
+    UserScope,
+    _rebuilt,
+)
+
+__all__ = ["CharacterScope", "ConversationScope", "SceneScope", "UserScope", "_rebuilt"]
