@@ -72,9 +72,9 @@ test-python: spark-executors
 	# also runs the package with the compiled module made unimportable). Records are
 	# then stored in pure Python; test_parity feeds them to the native kernel too.
 	MEMRESOLVE_BACKEND=reference $(PY) -m pytest -q -p no:cacheprovider \
-		tests/test_backend.py tests/test_tutorial.py tests/test_spec_fixes.py \
-		tests/test_parity.py tests/test_parity_records.py tests/test_store.py \
-		tests/test_store_guarantees.py
+		tests/engine/test_backend.py tests/engine/test_tutorial.py tests/engine/test_spec_fixes.py \
+		tests/engine/test_parity.py tests/engine/test_parity_records.py tests/store/test_store.py \
+		tests/store/test_store_guarantees.py
 	# Benchmarks run once each, untimed, so they cannot rot.
 	$(PY) -m pytest -q -p no:cacheprovider benches --benchmark-disable
 
@@ -142,7 +142,7 @@ bench-erasure: setup
 # 100 workloads of 2,000 records, 200 kills at random points, 10^6 turns against a writer.
 store-stress: setup
 	MEMRESOLVE_RESIDUE_SEEDS=100 MEMRESOLVE_CRASH_SEEDS=200 $(PY) -m pytest -q \
-		-p no:cacheprovider -n auto --maxprocesses 4 tests/test_store_residue.py
+		-p no:cacheprovider -n auto --maxprocesses 4 tests/store/test_store_residue.py
 	$(PY) -m memresolve.testing.store_race --turns 1000000
 
 bench-spark: setup

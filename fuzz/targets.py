@@ -1,7 +1,7 @@
 """The fuzz targets: each takes arbitrary bytes and must return, or raise nothing but a
 ``MemresolveError``; a crash, a hang or any other exception is a finding.
 
-Plain functions with no fuzzer import, so that ``tests/test_fuzz_findings.py`` replays the
+Plain functions with no fuzzer import, so that ``tests/engine/test_fuzz_findings.py`` replays the
 committed corpora and findings through them in every test run; ``fuzz/run.py`` drives them
 with atheris (coverage-guided, the native extension built with sanitizer coverage).
 

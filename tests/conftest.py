@@ -1,36 +1,17 @@
-"""Shared fixtures: Hypothesis profiles and the ``backend`` fixture every resolution test uses."""
+"""Shared fixtures: the ``backend`` fixture every resolution test uses (Hypothesis profiles:
+``tests/support/profiles.py``, loaded here)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 from memresolve import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
 from memresolve._backend import available_backends
 from memresolve._engine._kernels import get_backend
-
-# dev: quick local runs. ci: what .ci/run uses, reproducible. deep: nightly or by hand.
-settings.register_profile("dev", max_examples=100, deadline=None)
-settings.register_profile(
-    "ci",
-    max_examples=300,
-    derandomize=True,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "deep", max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-PROFILE = os.environ.get("MEMRESOLVE_HYPOTHESIS_PROFILE", "dev")
-settings.load_profile(PROFILE)
-
-# The differential tests (tests/test_parity*.py) run more examples than the
-# rest: they are the proof that both backends agree. deep = 100,000 per test.
-PARITY_EXAMPLES = {"dev": 300, "ci": 2_000, "deep": 100_000}.get(PROFILE, 300)
+from profiles import Resolve
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -43,9 +24,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "MEMRESOLVE_REQUIRE_NATIVE=1 but memresolve._native is not importable: build it"
             " (maturin develop --release --features python, or make setup)"
         )
-
-
-Resolve = Callable[..., Resolution]
 
 
 @pytest.fixture(scope="session", params=available_backends())

@@ -2,7 +2,7 @@
 
 Pickles name a class by its module; those written by 0.1 name ``memresolve._jobs``,
 so it hands on what they need from ``memresolve._engine._jobs``. Nothing imports it
-(tests/test_structure.py lists it).
+(tests/contract/test_structure.py lists it).
 """
 
 from memresolve._engine._jobs import Normalization, Purge, PurgePlan, StatusChange

@@ -53,7 +53,7 @@ __all__ = ["BUSY_SECONDS", "MIN_SQLITE", "Erasures", "StoreFile", "private_path"
 BUSY_SECONDS: Final = 30.0
 #: The oldest SQLite the store's erasure is tested on: ``STRICT`` tables (3.37), and a
 #: same-length row update written over its cell in place (``btreeOverwriteCell``, 3.23),
-#: which ``tests/test_store_residue.py`` pins.
+#: which ``tests/store/test_store_residue.py`` pins.
 MIN_SQLITE: Final = (3, 37, 0)
 #: What ``sqlite_schema`` lists for a file that holds a store.
 _TABLES: Final = frozenset({"records", "record_text", "tombstones", "erasures"})

@@ -161,7 +161,7 @@ class Private(Enum):
 
 
 #: Every column of the store that holds private text or identifies a user, by table.
-#: One list, read by the residue tests (``tests/test_store_residue.py``): a later
+#: One list, read by the residue tests (``tests/store/test_store_residue.py``): a later
 #: feature that stores private or identifying data (metadata, message hashes, change
 #: feeds, logs) registers its columns here, and the tests then plant canaries in them
 #: and scan every byte of every file of the store for them after each erasure.

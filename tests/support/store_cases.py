@@ -1,0 +1,33 @@
+"""The store tests' shared cases: a day of July 2026, a record with defaults, the context of
+user u1, and every byte a store's directory holds (for canary scans)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import memresolve as mr
+
+
+def t(day: int) -> datetime:
+    return datetime(2026, 7, day, tzinfo=UTC)
+
+
+def record(record_id: str, value: str = "v", **fields: Any) -> mr.MemoryRecord:
+    given: dict[str, Any] = {
+        "key": "pet.name",
+        "scope": mr.UserScope("u1"),
+        "authority": "model-inferred",
+        "confidence": 0.5,
+        "valid_from": t(1),
+    }
+    given.update(fields)
+    return mr.MemoryRecord(id=record_id, value=value, **given)
+
+
+CONTEXT = mr.RetrievalContext(now=t(30), user_id="u1", character_id="c1", conversation_id="k1")
+
+
+def file_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in directory.iterdir() if p.is_file())
