@@ -19,12 +19,15 @@
 """
 
 from memresolve._backend import backend_name
-from memresolve._dataset._record_jobs import JobSummary, normalize_dataset
-from memresolve._dataset._resolve_job import DatasetSummary, resolve_dataset
-from memresolve._dataset._sweep_job import forget_sweep_dataset
-from memresolve._engine._api import resolve, resolve_batch
-from memresolve._engine._explain import Explanation
-from memresolve._engine._jobs import (
+from memresolve._dataset import (
+    DatasetSummary,
+    JobSummary,
+    forget_sweep_dataset,
+    normalize_dataset,
+    resolve_dataset,
+)
+from memresolve._engine import (
+    Explanation,
     Normalization,
     Purge,
     PurgePlan,
@@ -33,45 +36,49 @@ from memresolve._engine._jobs import (
     forget_sweep_batch,
     normalize,
     normalize_batch,
+    resolve,
+    resolve_batch,
 )
-from memresolve._io._arrow import (
+from memresolve._io import (
     contexts_from_arrow,
     contexts_to_arrow,
+    read_contexts,
+    read_records,
+    read_tombstones,
     records_from_arrow,
     records_to_arrow,
     tombstones_from_arrow,
     tombstones_to_arrow,
-)
-from memresolve._io._jsonl import (
-    read_contexts,
-    read_records,
-    read_tombstones,
     write_contexts,
     write_records,
     write_tombstones,
 )
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
-from memresolve._model._records import MemoryRecord
-from memresolve._model._result import Exclusion, PromptMemory, Resolution, Trace, to_prompt_memory
-from memresolve._model._scopes import (
-    CharacterScope,
-    ConversationScope,
-    SceneScope,
-    Scope,
-    UserScope,
-    scope_from_id,
-    scope_id,
-)
-from memresolve._model._types import (
+from memresolve._model import (
     RESOLVER_VERSION,
     Authority,
     Certainty,
+    CharacterScope,
+    ConversationScope,
+    Exclusion,
+    ForgetTombstone,
+    MemoryRecord,
+    PromptMemory,
     PurgeCause,
     Reason,
+    Resolution,
+    RetrievalContext,
+    SceneScope,
+    Scope,
     ScopeKind,
     Status,
+    Trace,
+    UserScope,
+    forget_everywhere,
+    scope_from_id,
+    scope_id,
+    to_prompt_memory,
 )
-from memresolve._store._memory_store import ArrowExport, ErasedUser, MemoryStore
+from memresolve._store import ArrowExport, ErasedUser, MemoryStore
 from memresolve._version import __version__
 from memresolve.errors import (
     BackendUnavailableError,
@@ -87,72 +94,81 @@ from memresolve.errors import (
     StoreError,
 )
 
-__all__ = [
-    "RESOLVER_VERSION",
-    "ArrowExport",
-    "Authority",
-    "BackendUnavailableError",
-    "Certainty",
+__all__ = [  # noqa: RUF022 - grouped by concern, not sorted
+    # The records and the question: what a memory is, where it applies, when it is asked
+    "MemoryRecord",
+    "Scope",
+    "UserScope",
     "CharacterScope",
     "ConversationScope",
-    "DatasetSummary",
-    "ErasedUser",
-    "ErasureDelayedWarning",
-    "ErrorKind",
-    "Exclusion",
-    "Explanation",
-    "ForgetTombstone",
-    "InternalError",
-    "InvalidInputError",
-    "JobSummary",
-    "MemoryLimitError",
-    "MemoryRecord",
-    "MemoryStore",
-    "MemresolveError",
-    "Normalization",
-    "PromptMemory",
-    "Purge",
-    "PurgeCause",
-    "PurgePlan",
-    "Reason",
-    "Resolution",
-    "RetrievalContext",
     "SceneScope",
-    "Scope",
-    "ScopeKind",
+    "scope_id",
+    "scope_from_id",
+    "RetrievalContext",
+    "ForgetTombstone",
+    "forget_everywhere",
+    # The vocabularies
     "Status",
+    "Authority",
+    "ScopeKind",
+    "Reason",
+    "Certainty",
+    "PurgeCause",
+    "RESOLVER_VERSION",
+    # Resolving in memory, one turn or many (memresolve._engine)
+    "resolve",
+    "resolve_batch",
+    "Resolution",
+    "Exclusion",
+    "Trace",
+    "PromptMemory",
+    "to_prompt_memory",
+    "Explanation",
+    "backend_name",
+    # The background jobs in memory: statuses and the forget sweep
+    "normalize",
+    "normalize_batch",
+    "Normalization",
     "StatusChange",
+    "forget_sweep",
+    "forget_sweep_batch",
+    "PurgePlan",
+    "Purge",
+    # Arrow tables and JSON Lines in and out (memresolve._io)
+    "records_from_arrow",
+    "records_to_arrow",
+    "contexts_from_arrow",
+    "contexts_to_arrow",
+    "tombstones_from_arrow",
+    "tombstones_to_arrow",
+    "read_records",
+    "read_contexts",
+    "read_tombstones",
+    "write_records",
+    "write_contexts",
+    "write_tombstones",
+    # The file-to-file jobs, in bounded memory (memresolve._dataset)
+    "resolve_dataset",
+    "DatasetSummary",
+    "normalize_dataset",
+    "forget_sweep_dataset",
+    "JobSummary",
+    # Memories kept between turns (memresolve._store)
+    "MemoryStore",
+    "ArrowExport",
+    "ErasedUser",
+    # Errors and warnings (memresolve.errors)
+    "MemresolveError",
+    "InvalidInputError",
+    "ErrorKind",
+    "BackendUnavailableError",
+    "InternalError",
+    "MemoryLimitError",
+    "StoreError",
     "StoreBusyError",
     "StoreClosedError",
     "StoreDamagedError",
-    "StoreError",
-    "Trace",
-    "UserScope",
+    "ErasureDelayedWarning",
+    # The version of the package
     "__version__",
-    "backend_name",
-    "contexts_from_arrow",
-    "contexts_to_arrow",
-    "forget_everywhere",
-    "forget_sweep",
-    "forget_sweep_batch",
-    "forget_sweep_dataset",
-    "normalize",
-    "normalize_batch",
-    "normalize_dataset",
-    "read_contexts",
-    "read_records",
-    "read_tombstones",
-    "records_from_arrow",
-    "records_to_arrow",
-    "resolve",
-    "resolve_batch",
-    "resolve_dataset",
-    "scope_from_id",
-    "scope_id",
-    "to_prompt_memory",
-    "tombstones_from_arrow",
-    "tombstones_to_arrow",
-    "write_contexts",
-    "write_records",
-    "write_tombstones",
 ]

@@ -2,6 +2,6 @@
 
 import sys
 
-from memresolve._cli._main import main
+from memresolve._cli import main
 
 sys.exit(main())

@@ -40,35 +40,38 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Final, cast
 
-from memresolve._model import _validate as check
-from memresolve._model._call import checked_tombstones, record_rows, resolve_with
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
-from memresolve._model._records import MemoryRecord, check_records
-from memresolve._model._result import RawResolution
-from memresolve._model._scopes import (
-    CharacterScope,
-    ConversationScope,
-    SceneScope,
-    Scope,
-    UserScope,
-    scope_id,
-)
-from memresolve._model._types import (
+from memresolve._model import (
     CERTAINTY_CODE,
     REASON_CODE,
+    CharacterScope,
+    ConversationScope,
+    ForgetTombstone,
+    MemoryRecord,
     PurgeCause,
+    RawResolution,
     Reason,
+    RetrievalContext,
+    SceneScope,
+    Scope,
     Status,
+    UserScope,
     certainty,
+    check,
+    check_records,
+    check_tombstone_scope,
+    checked_tombstones,
     decision_code,
+    record_rows,
+    resolve_with,
+    scope_id,
+    to_micros,
 )
-from memresolve._model._validate import to_micros
 from memresolve.errors import ErrorKind
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from memresolve._model._result import Resolution
+    from memresolve._model import Resolution
 
 __all__ = [
     "NAME",
@@ -341,18 +344,18 @@ def resolve_batch(
     out (``docs/spec.md`` §4); with ``with_values`` each winner's key, value
     and certainty.
     """
-    from memresolve._io import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+    from memresolve._io import arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
     include_excluded = check.flag(include_excluded, "include_excluded")
     with_values = check.flag(with_values, "with_values")
     # Every input is taken as Arrow before any is read, as the native batch does.
-    records = _arrow.as_table(records, "records")
-    contexts = _arrow.as_table(contexts, "contexts")
-    tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")
-    candidates = _arrow.read_records_table(records, with_values=False)
-    targets = _arrow.read_contexts_table(contexts)
-    forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
-    values = _arrow.read_values_table(records) if with_values else None
+    records = arrow.as_table(records, "records")
+    contexts = arrow.as_table(contexts, "contexts")
+    tombstones = None if tombstones is None else arrow.as_table(tombstones, "tombstones")
+    candidates = arrow.read_records_table(records, with_values=False)
+    targets = arrow.read_contexts_table(contexts)
+    forgets = [] if tombstones is None else arrow.read_tombstones_table(tombstones)
+    values = arrow.read_values_table(records) if with_values else None
     row_of = {record.id: row for row, record in enumerate(candidates)}
     context_ids: list[str] = []
     record_ids: list[str] = []
@@ -375,7 +378,7 @@ def resolve_batch(
                     record_ids.append(exclusion.id)
                     decisions.append(decision_code(exclusion.reason))
                     winners.append(None)
-    return _arrow.decision_table(
+    return arrow.decision_table(
         context_ids, record_ids, decisions, winners if with_values else None
     )
 
@@ -497,29 +500,29 @@ def normalize_batch(
     records: object, *, now: datetime, tombstones: object | None = None
 ) -> pa.Table:
     """``memresolve.normalize_batch`` the obvious way: ``normalize_rows`` over every row."""
-    from memresolve._io import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+    from memresolve._io import arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
     now = check.instant(now, check.Subject("argument"), "now")
-    records = _arrow.as_table(records, "records")
-    tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")
-    candidates = _arrow.read_records_table(records, with_values=False)
-    forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
+    records = arrow.as_table(records, "records")
+    tombstones = None if tombstones is None else arrow.as_table(tombstones, "tombstones")
+    candidates = arrow.read_records_table(records, with_values=False)
+    forgets = [] if tombstones is None else arrow.read_tombstones_table(tombstones)
     changes = normalize_rows(candidates, forgets, now)
-    return _arrow.status_change_table(
+    return arrow.status_change_table(
         [candidates[row].id for row, _ in changes], [status for _, status in changes]
     )
 
 
 def forget_sweep_batch(records: object, tombstones: object | None = None) -> pa.Table:
     """``memresolve.forget_sweep_batch`` the obvious way: ``purge_rows`` over every row."""
-    from memresolve._io import _arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+    from memresolve._io import arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
 
-    records = _arrow.as_table(records, "records")
-    tombstones = None if tombstones is None else _arrow.as_table(tombstones, "tombstones")
-    candidates = _arrow.read_records_table(records, with_values=False)
-    forgets = [] if tombstones is None else _arrow.read_tombstones_table(tombstones)
+    records = arrow.as_table(records, "records")
+    tombstones = None if tombstones is None else arrow.as_table(tombstones, "tombstones")
+    candidates = arrow.read_records_table(records, with_values=False)
+    forgets = [] if tombstones is None else arrow.read_tombstones_table(tombstones)
     purged = [(candidates[row], cause) for row, cause in purge_rows(candidates, forgets)]
-    return _arrow.purge_table(
+    return arrow.purge_table(
         [record.id for record, _ in purged],
         [record.key for record, _ in purged],
         [scope_id(record.scope) for record, _ in purged],

@@ -36,13 +36,16 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from memresolve._io._canonical import read_columns
-from memresolve._model import _validate as check
-from memresolve._spark._jobs import forget_sweep, forget_sweep_schema, normalize, normalize_schema
-from memresolve._spark._plan import (
+from memresolve._io import read_columns
+from memresolve._model import check
+from memresolve._spark import (
     checked_partitions,
     dataframe,
     empty_table,
+    forget_sweep,
+    forget_sweep_schema,
+    normalize,
+    normalize_schema,
     plain,
     present,
     raise_repeats,
@@ -175,7 +178,7 @@ def _check_schemas(
 ) -> None:
     """Runs the core's column checks on empty tables of the inputs' schemas, so a missing
     column or a type it cannot read is an error now, naming the column, not a failed job."""
-    from memresolve._engine import _kernels  # noqa: PLC0415 - the facade's backend choice
+    from memresolve._engine import kernels  # noqa: PLC0415 - the facade's backend choice
 
     empty = {
         "records": empty_table(records, columns["records"]),
@@ -184,7 +187,7 @@ def _check_schemas(
         if tombstones is None
         else empty_table(tombstones, columns["tombstones"]),
     }
-    _kernels.SELECTED_BATCH(
+    kernels.SELECTED_BATCH(
         empty["records"], empty["contexts"], tombstones=empty["tombstones"], **options
     )
 
@@ -239,7 +242,7 @@ def _resolve_partitions(
     """One partition, gathered whole, resolved by one ``resolve_batch`` call (executor side)."""
     import pyarrow as pa  # noqa: PLC0415 - runs on the executors
 
-    from memresolve import resolve_batch  # noqa: PLC0415
+    from memresolve._engine import resolve_batch  # noqa: PLC0415
 
     gathered = list(batches)
     if not gathered:

@@ -166,3 +166,184 @@ def test_no_source_file_sprawls() -> None:
         and (length := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert not long, long
+
+
+# -- the wings ------------------------------------------------------------------------------
+
+#: The package's folders by concern (CONTRIBUTING.md draws them). Each ``__init__`` is the
+#: wing's face: the only door other wings and the root go through.
+WINGS = ("_model", "_io", "_engine", "_dataset", "_store", "_spark", "_cli")
+#: What stays at the root: the package's face and its public modules, the binding (the
+#: compiled module's loader and the backend choice, importable by every wing without going
+#: up), the version, the bundled data.
+ROOT_MODULES = {
+    "__init__",
+    "__main__",
+    "errors",
+    "reference",
+    "spark",
+    "_backend",
+    "_native_loader",
+    "_version",
+}
+#: Old private paths that pickles of 0.1 name; each only hands on names (exempt from the
+#: rules below; nothing may import them).
+PICKLE_ALIASES = {
+    "_records",
+    "_result",
+    "_scopes",
+    "_types",
+    "_inputs",
+    "_jobs",
+    "_explain",
+    "_jobs_dataset",
+}
+#: A folder past this many modules is split by concern.
+MAX_MODULES = 20
+
+
+def _imported_names(tree: ast.Module, module: str, is_package: bool) -> Iterator[tuple[str, str]]:
+    """(module imported from, name) for every ``from ... import`` of the package, deferred and
+    type-only ones included: a private name is coupling however it is imported."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            if base == "memresolve" or base.startswith("memresolve."):
+                yield from ((base, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (
+                (alias.name, "") for alias in node.names if alias.name.startswith("memresolve.")
+            )
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _wing(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in WINGS else None
+
+
+def _is_module(name: str, modules: dict[str, Path]) -> bool:
+    path = PACKAGE.parent / name.replace(".", "/")
+    # A compiled module shows as its stub.
+    return name in modules or (path / "__init__.py").exists() or path.with_suffix(".pyi").exists()
+
+
+def wing_rule_breaks() -> list[str]:
+    """Every import that breaks a rule of the wings, as ``importer: what``."""
+    modules = _modules()
+    breaks = []
+    for module, path in sorted(modules.items()):
+        if path.parent == PACKAGE and path.stem in PICKLE_ALIASES:
+            continue
+        own = _wing(module)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for source, name in _imported_names(tree, module, path.name == "__init__.py"):
+            target = (
+                f"{source}.{name}" if name and _is_module(f"{source}.{name}", modules) else source
+            )
+            wing = _wing(target)
+            alias_stem = target.removeprefix("memresolve.")
+            if alias_stem in PICKLE_ALIASES:
+                breaks.append(f"{module}: imports the pickle alias {target}")
+            if source == "memresolve" and target == source and module != "memresolve":
+                breaks.append(f"{module}: imports {name} from the package's face")
+            if wing is not None and wing != own:
+                if target != f"memresolve.{wing}":
+                    breaks.append(f"{module}: reaches past the face of {wing} to {target}")
+                elif name.startswith("_"):
+                    breaks.append(f"{module}: takes the private {name} of {wing}")
+            if wing is not None and wing == own and name.startswith("_") and target == source:
+                breaks.append(f"{module}: takes the private {name} of {source}")
+    return breaks
+
+
+def wing_graph() -> dict[str, set[str]]:
+    """Wing (or root module) -> the wings and root modules its modules import."""
+
+    def node(module: str) -> str:
+        return _wing(module) or module
+
+    graph: dict[str, set[str]] = {}
+    for module, targets in python_import_graph().items():
+        if module.removeprefix("memresolve.") in PICKLE_ALIASES:
+            continue
+        graph.setdefault(node(module), set()).update(
+            node(target) for target in targets if node(target) != node(module)
+        )
+    return graph
+
+
+def test_no_import_crosses_a_wing_but_through_its_face() -> None:
+    assert wing_rule_breaks() == []
+
+
+def test_the_wings_import_each_other_without_a_cycle() -> None:
+    graph = wing_graph()
+    assert set(WINGS) <= set(graph)
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+    # The model is the ground floor: it knows no other wing.
+    assert not graph["_model"] & set(WINGS)
+
+
+def test_the_wing_rules_catch_what_they_forbid(tmp_path: Path) -> None:
+    """The checker itself: a module of a wing written to break each rule is caught."""
+    planted = PACKAGE / "_cli" / "_planted_for_the_structure_test.py"
+    planted.write_text(
+        "from memresolve import resolve\n"
+        "from memresolve._model._records import MemoryRecord\n"
+        "from memresolve._model import _validate\n"
+        "from memresolve._cli._batch import _planted\n"
+        "from memresolve._records import MemoryRecord as Old\n",
+        encoding="utf-8",
+    )
+    try:
+        found = wing_rule_breaks()
+    finally:
+        planted.unlink()
+    name = "memresolve._cli._planted_for_the_structure_test"
+    assert f"{name}: imports resolve from the package's face" in found
+    assert f"{name}: reaches past the face of _model to memresolve._model._records" in found
+    assert f"{name}: reaches past the face of _model to memresolve._model._validate" in found
+    assert f"{name}: takes the private _planted of memresolve._cli._batch" in found
+    assert f"{name}: imports the pickle alias memresolve._records" in found
+
+
+def test_the_root_holds_only_the_face_the_binding_and_the_pickle_aliases() -> None:
+    root = {path.stem for path in PACKAGE.glob("*.py")}
+    assert root == ROOT_MODULES | PICKLE_ALIASES
+    folders = {
+        path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()
+    }
+    assert folders == {*WINGS, "testing"}
+    for alias in PICKLE_ALIASES:
+        text = (PACKAGE / f"{alias}.py").read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= 20, alias
+        code = [
+            node
+            for node in ast.parse(text).body
+            if not isinstance(node, ast.Expr | ast.ImportFrom | ast.Assign)
+        ]
+        assert code == [], f"{alias} only hands names on"
+
+
+def test_no_folder_sprawls() -> None:
+    for folder in [PACKAGE, *(PACKAGE / wing for wing in WINGS), PACKAGE / "testing"]:
+        modules = [path for path in folder.glob("*.py") if path.name != "__init__.py"]
+        assert len(modules) <= MAX_MODULES, (folder.name, len(modules))
+
+
+def test_no_wing_shares_a_name_with_a_public_name() -> None:
+    """``import memresolve.X`` binds ``memresolve.X``: a folder named like a re-exported
+    function would replace it."""
+    import memresolve  # noqa: PLC0415
+
+    for wing in WINGS:
+        assert wing.lstrip("_") not in memresolve.__all__ or wing.startswith("_")
+        assert wing not in memresolve.__all__

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from memresolve._dataset._limits import SPILL_COMPRESSIONS
+from memresolve._dataset import SPILL_COMPRESSIONS
 from memresolve.errors import InvalidInputError, MemresolveError
 
 __all__ = ["add_parser", "add_spill_compression", "add_threads", "available_cpus", "run"]
@@ -50,7 +50,7 @@ def add_parser(commands: Any) -> None:
     batch.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
-class _Bars:
+class Bars:
     """One tqdm bar per stage, on standard error: rows read, then parts resolved."""
 
     def __init__(self, out: TextIO) -> None:
@@ -141,10 +141,10 @@ def add_spill_compression(command: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Runs the job ``args`` describes; returns the exit status."""
     if args.threads is not None:
-        _use_threads(args.threads)
-    from memresolve._dataset._resolve_job import resolve_dataset  # noqa: PLC0415 - after the thread setting
+        use_threads(args.threads)
+    from memresolve._dataset import resolve_dataset  # noqa: PLC0415 - after the thread setting
 
-    bars = _Bars(err) if err.isatty() and not args.json else None
+    bars = Bars(err) if err.isatty() and not args.json else None
     try:
         summary = resolve_dataset(
             args.records,
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (MemresolveError, OSError, KeyboardInterrupt) as exc:
         if bars is not None:
             bars.close()
-        message, status = _failure(exc, args)
+        message, status = failure(exc, args)
         err.write(f"memresolve: {message}\n")
         return status
     if bars is not None:
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
+def failure(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
     """What to say of a failed job, and its exit status (see the module docstring)."""
     if isinstance(exc, InvalidInputError):
         return f"invalid input: {exc}", 2
@@ -198,7 +198,7 @@ def _disk_hint(args: argparse.Namespace) -> str:
     return hint
 
 
-def _use_threads(threads: int) -> None:
+def use_threads(threads: int) -> None:
     # Read when each pool first starts, which is after this in a fresh process.
     os.environ["RAYON_NUM_THREADS"] = str(threads)
     pa = sys.modules.get("pyarrow") or __import__("pyarrow")

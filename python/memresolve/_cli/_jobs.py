@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memresolve._cli._batch import (
-    _Bars,
-    _failure,
-    _use_threads,
+    Bars,
     add_spill_compression,
     add_threads,
+    failure,
+    use_threads,
 )
-from memresolve._io._jsonl import instant_from_text
+from memresolve._io import instant_from_text
 from memresolve.errors import MemresolveError
 
 __all__ = ["COMMANDS", "add_parsers", "run"]
@@ -78,11 +78,13 @@ def _summary_text(summary: Any) -> str:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Runs the job ``args`` describes; returns the exit status."""
     if args.threads is not None:
-        _use_threads(args.threads)
-    from memresolve._dataset._record_jobs import normalize_dataset  # noqa: PLC0415 - after the threads
-    from memresolve._dataset._sweep_job import forget_sweep_dataset  # noqa: PLC0415 - as above
+        use_threads(args.threads)
+    from memresolve._dataset import (  # noqa: PLC0415 - after the threads are set
+        forget_sweep_dataset,
+        normalize_dataset,
+    )
 
-    bars = _Bars(err) if err.isatty() and not args.json else None
+    bars = Bars(err) if err.isatty() and not args.json else None
     options: dict[str, Any] = {
         "tombstones": args.tombstones,
         "memory_limit": args.memory_limit,
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (MemresolveError, OSError, KeyboardInterrupt) as exc:
         if bars is not None:
             bars.close()
-        message, status = _failure(exc, args)
+        message, status = failure(exc, args)
         err.write(f"memresolve: {message}\n")
         return status
     if bars is not None:

@@ -16,17 +16,15 @@ from memresolve._cli import _batch as _cli_batch
 from memresolve._cli import _jobs as _cli_jobs
 from memresolve._cli._stops import EXIT_BROKEN_PIPE, quiet_stdout, stop_signals
 from memresolve._cli._store_demo import run_store_demo
-from memresolve._engine._api import resolve
-from memresolve._io._jsonl import (
+from memresolve._engine import resolve
+from memresolve._io import (
     context_to_json,
     instant_from_text,
     read_contexts,
     read_records,
     read_tombstones,
 )
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._result import Resolution
+from memresolve._model import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
 from memresolve._version import __version__
 from memresolve.errors import ErrorKind, InvalidInputError
 

@@ -12,11 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-from memresolve._model import _arguments as arguments
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._result import Resolution
-from memresolve._store._memory_store import MemoryStore
+from memresolve._model import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext, arguments
+from memresolve._store import MemoryStore
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["run_store_demo"]

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memresolve._dataset._publish import check_replaceable
-from memresolve._model import _arguments as arguments
+from memresolve._model import arguments
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["check_output", "input_path"]

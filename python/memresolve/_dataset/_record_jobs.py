@@ -46,13 +46,11 @@ from memresolve._dataset._output import write_parquet
 from memresolve._dataset._output_paths import check_output, input_path
 from memresolve._dataset._owned import OwnedDirectory, job_directories
 from memresolve._dataset._publish import publish
-from memresolve._dataset._resolve_job import STREAM_PARTS, _check_unique
+from memresolve._dataset._resolve_job import STREAM_PARTS, check_unique
 from memresolve._dataset._sources import Source, in_file
 from memresolve._dataset._spill import IdBuckets, Parts
-from memresolve._io._arrow_input import pyarrow_module
-from memresolve._io._canonical import canonical, canonical_schema, read_columns
-from memresolve._model import _arguments as arguments
-from memresolve._model import _validate as check
+from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
+from memresolve._model import arguments, check
 from memresolve.errors import (
     BackendUnavailableError,
     InvalidInputError,
@@ -131,7 +129,7 @@ class _Run:
         self.peak_spill = max(self.peak_spill, spilled)
 
 
-def _start(
+def start(
     output: str | os.PathLike[str],
     *,
     memory_limit: int | str,
@@ -165,7 +163,7 @@ def _start(
     return _Run(native, budget, owned.spill.path, owned.partial, progress, cleanup), target
 
 
-def _read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
+def read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
     """Every tombstone, checked, as one table in the canonical schema."""
     pa = pyarrow_module()
     schema = canonical_schema("tombstones", False)
@@ -229,7 +227,7 @@ def normalize_dataset(
     progress = checked_progress(progress)
     compression = checked_compression(spill_compression)
     with ExitStack() as cleanup:
-        run, target = _start(
+        run, target = start(
             output,
             memory_limit=memory_limit,
             overwrite=overwrite,
@@ -242,7 +240,7 @@ def normalize_dataset(
                 "tombstones": input_path(tombstones, "tombstones"),
             },
         )
-        forgets, n_tombstones = _read_tombstones(run, tombstones)
+        forgets, n_tombstones = read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
         estimate = source.estimated_bytes()
         count = _normalize_parts(estimate, parts, run)
@@ -308,7 +306,7 @@ def _split_by_id(
     home.close()
     copies.close()
     run.note_spill()
-    _check_unique(ids, source, "id")
+    check_unique(ids, source, "id")
     return home, copies, read
 
 

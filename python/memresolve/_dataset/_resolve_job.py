@@ -43,12 +43,9 @@ from memresolve._dataset._part_order import by_owner
 from memresolve._dataset._publish import publish
 from memresolve._dataset._sources import Source, in_file
 from memresolve._dataset._spill import IdBuckets, Parts
-from memresolve._engine import _kernels
-from memresolve._io._arrow_input import pyarrow_module
-from memresolve._io._canonical import canonical, canonical_schema, read_columns
-from memresolve._model import _arguments as arguments
-from memresolve._model import _validate as check
-from memresolve._model._types import DECISION_NAMES
+from memresolve._engine import kernels
+from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
+from memresolve._model import DECISION_NAMES, arguments, check
 from memresolve.errors import (
     BackendUnavailableError,
     ErrorKind,
@@ -297,7 +294,7 @@ class _Job:
         records, contexts, tombstones = tables
         self.parts_resolved += 1
         self.resolving = held
-        _kernels.SELECTED_STREAMED_BATCH(
+        kernels.SELECTED_STREAMED_BATCH(
             records,
             contexts,
             self._hand_over,
@@ -325,7 +322,7 @@ class _Job:
         if self.writer.written == 0:
             empty = {what: _empty_table(schema) for what, schema in self.schemas.items()}
             self.writer.write(
-                _kernels.SELECTED_BATCH(
+                kernels.SELECTED_BATCH(
                     empty["records"],
                     empty["contexts"],
                     tombstones=empty.get("tombstones"),
@@ -401,7 +398,7 @@ def _part_count(total: int | None, budget: int, parts: int | None) -> int:
     return max(1, math.ceil(total * RESOLVE_FACTOR * PART_MARGIN / budget))
 
 
-def _check_unique(ids: IdBuckets, source: Source, column: str) -> None:
+def check_unique(ids: IdBuckets, source: Source, column: str) -> None:
     repeat = ids.first_repeat()
     if repeat is None:
         return
@@ -552,8 +549,8 @@ def resolve_dataset(
             n_tombstones = job.read(tombstone_source, split, split.tombstones, None)
         split.close()
         job.note_spill()
-        _check_unique(record_ids, record_source, "id")
-        _check_unique(context_ids, context_source, "context_id")
+        check_unique(record_ids, record_source, "id")
+        check_unique(context_ids, context_source, "context_id")
         job.resolve_all(split, 0)
         job.finish()
         publish(partial, target, overwrite, "batch")

@@ -15,17 +15,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from memresolve._dataset._background import read_ahead
-from memresolve._io._arrow_input import (
+from memresolve._io import (
+    ParquetInput,
     arrow_source,
     column_names,
     mended,
+    parquet_files,
     plain,
     pyarrow_module,
     stream_failed,
     validated,
 )
-from memresolve._io._parquet_input import ParquetInput, parquet_files
-from memresolve._model import _arguments as arguments
+from memresolve._model import arguments
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memresolve._dataset._background import InOrder
-from memresolve._io._arrow_input import pyarrow_module
+from memresolve._io import pyarrow_module
 
 __all__ = ["IdBuckets", "Parts", "compacted"]
 

@@ -16,12 +16,11 @@ from contextlib import ExitStack
 from memresolve._dataset._limits import Progress, checked_progress
 from memresolve._dataset._output_paths import input_path
 from memresolve._dataset._publish import publish
-from memresolve._dataset._record_jobs import JobSummary, _read_tombstones, _start
-from memresolve._dataset._resolve_job import _check_unique
+from memresolve._dataset._record_jobs import JobSummary, read_tombstones, start
+from memresolve._dataset._resolve_job import check_unique
 from memresolve._dataset._sources import Source, in_file
 from memresolve._dataset._spill import IdBuckets
-from memresolve._io._arrow_input import pyarrow_module
-from memresolve._io._canonical import canonical, canonical_schema, read_columns
+from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["forget_sweep_dataset"]
@@ -52,7 +51,7 @@ def forget_sweep_dataset(
     """
     progress = checked_progress(progress)
     with ExitStack() as cleanup:
-        run, target = _start(
+        run, target = start(
             output,
             memory_limit=memory_limit,
             overwrite=overwrite,
@@ -65,7 +64,7 @@ def forget_sweep_dataset(
                 "tombstones": input_path(tombstones, "tombstones"),
             },
         )
-        forgets, n_tombstones = _read_tombstones(run, tombstones)
+        forgets, n_tombstones = read_tombstones(run, tombstones)
         source = Source(records, "records", read_columns("records", False))
         ids = IdBuckets("records", run.spill)
         cleanup.callback(ids.close)
@@ -91,7 +90,7 @@ def forget_sweep_dataset(
             run.report("records", read)
         if read == 0:
             run.native.route_by_id(source.empty(), 0, 1, 0)
-        _check_unique(ids, source, "id")
+        check_unique(ids, source, "id")
         if run.written == 0:
             empty = pyarrow_module().Table.from_batches(
                 [], schema=canonical_schema("records", False)

@@ -6,9 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from memresolve._engine import _kernels
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._result import Resolution
+from memresolve._model import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
 
 if TYPE_CHECKING:
     import pyarrow as pa

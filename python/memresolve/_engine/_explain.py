@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memresolve import reference
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._types import Reason, Status
+from memresolve._model import ForgetTombstone, MemoryRecord, Reason, RetrievalContext, Status
 from memresolve.errors import InternalError
 
 __all__ = ["Explanation", "explain_in"]

@@ -13,10 +13,8 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from memresolve import _backend, _native_loader, reference
-from memresolve._io._arrow_input import native_input
-from memresolve._model._inputs import ForgetTombstone
-from memresolve._model._types import PurgeCause, Status
-from memresolve._model._validate import to_micros
+from memresolve._io import native_input
+from memresolve._model import ForgetTombstone, PurgeCause, Status, to_micros
 from memresolve.errors import BackendUnavailableError
 
 __all__ = ["SELECTED_JOBS", "Jobs", "get_jobs"]

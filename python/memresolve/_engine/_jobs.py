@@ -16,13 +16,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memresolve._engine import _job_kernels
-from memresolve._model import _arguments as arguments
-from memresolve._model import _validate as check
-from memresolve._model._call import checked_tombstones, record_rows
-from memresolve._model._inputs import ForgetTombstone
-from memresolve._model._records import MemoryRecord
-from memresolve._model._scopes import scope_id
-from memresolve._model._types import PurgeCause, Status
+from memresolve._model import (
+    ForgetTombstone,
+    MemoryRecord,
+    PurgeCause,
+    Status,
+    arguments,
+    check,
+    checked_tombstones,
+    record_rows,
+    scope_id,
+)
 from memresolve.reference import blocked_by_tombstone
 
 if TYPE_CHECKING:

@@ -11,18 +11,23 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, cast
 
 from memresolve import _backend, _native_loader, reference
-from memresolve._io._arrow_input import native_input
-from memresolve._model import _validate as check
-from memresolve._model._call import (
+from memresolve._io import native_input
+from memresolve._model import (
+    ForgetTombstone,
+    MemoryRecord,
     Prepared,
+    RawResolution,
+    Resolution,
+    RetrievalContext,
+    check,
+    check_records,
+    check_tombstone_scope,
     checked_tombstones,
     not_a_context,
     record_rows,
+    resolution_of_rows,
     resolve_with,
 )
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext, check_tombstone_scope
-from memresolve._model._records import MemoryRecord, check_records
-from memresolve._model._result import RawResolution, Resolution, resolution_of_rows
 from memresolve.errors import (
     BackendUnavailableError,
     ErrorKind,

@@ -51,13 +51,22 @@ from memresolve._io._arrow_reader import (
     read_tombstones_table,
     read_values_table,
 )
-from memresolve._model import _arguments as arguments
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._rows import scope_columns
-from memresolve._model._scopes import Scope
-from memresolve._model._types import DECISION_NAMES, ID_COLUMNS, Certainty, PurgeCause, Status
-from memresolve._model._validate import Subject, any_text, to_micros
+from memresolve._model import (
+    DECISION_NAMES,
+    ID_COLUMNS,
+    Certainty,
+    ForgetTombstone,
+    MemoryRecord,
+    PurgeCause,
+    RetrievalContext,
+    Scope,
+    Status,
+    Subject,
+    any_text,
+    arguments,
+    scope_columns,
+    to_micros,
+)
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:

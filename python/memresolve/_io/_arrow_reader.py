@@ -15,18 +15,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memresolve._io._arrow_input import as_table, pyarrow_module
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import RECORD_DEFAULTS, MemoryRecord
-from memresolve._model._scopes import Scope, make_scope
-from memresolve._model._types import (
+from memresolve._model import (
     ID_COLUMNS,
+    INSTANT_MAX,
+    INSTANT_MIN,
+    INSTANT_RANGE_PROBLEM,
+    RECORD_DEFAULTS,
     SCOPE_ID_COLUMNS,
     SCOPE_OWNER_COLUMN,
     Authority,
+    ForgetTombstone,
+    MemoryRecord,
+    RetrievalContext,
+    Scope,
     ScopeKind,
     Status,
+    from_micros,
+    make_scope,
 )
-from memresolve._model._validate import INSTANT_MAX, INSTANT_MIN, INSTANT_RANGE_PROBLEM, from_micros
 from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from memresolve._io._arrow_input import pyarrow_module
-from memresolve._model._types import ID_COLUMNS
+from memresolve._model import ID_COLUMNS
 
 __all__ = ["NAME_COLUMNS", "canonical", "canonical_schema", "read_columns"]
 

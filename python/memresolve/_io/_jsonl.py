@@ -20,13 +20,22 @@ from datetime import datetime
 from typing import IO, Any, TypeAlias, TypeGuard, TypeVar
 
 from memresolve._io._lines import Source, numbered_lines
-from memresolve._model import _arguments as arguments
-from memresolve._model import _validate as check
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import RECORD_DEFAULTS, RECORD_FIELDS, MemoryRecord
-from memresolve._model._scopes import SCOPE_TYPES, Scope, make_scope, scope_owner
-from memresolve._model._types import SCOPE_ID_COLUMNS, SCOPE_OWNER_COLUMN
-from memresolve._model._validate import Subject
+from memresolve._model import (
+    RECORD_DEFAULTS,
+    RECORD_FIELDS,
+    SCOPE_ID_COLUMNS,
+    SCOPE_OWNER_COLUMN,
+    SCOPE_TYPES,
+    ForgetTombstone,
+    MemoryRecord,
+    RetrievalContext,
+    Scope,
+    Subject,
+    arguments,
+    check,
+    make_scope,
+    scope_owner,
+)
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [

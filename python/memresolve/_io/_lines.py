@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, TypeAlias
 
-from memresolve._model import _arguments as arguments
+from memresolve._model import arguments
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["MAX_LINE_BYTES", "Source", "numbered_lines"]

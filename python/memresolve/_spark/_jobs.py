@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memresolve._io._canonical import read_columns
-from memresolve._model import _validate as check
+from memresolve._io import read_columns
+from memresolve._model import check
 from memresolve._spark._plan import (
     checked_partitions,
     dataframe,
@@ -89,7 +89,7 @@ def normalize(
     """
     from pyspark.sql import functions as F  # noqa: PLC0415 - pyspark is an optional extra
 
-    from memresolve._engine import _job_kernels  # noqa: PLC0415 - the facade's backend choice
+    from memresolve._engine import job_kernels  # noqa: PLC0415 - the facade's backend choice
 
     dataframe(records, "records")
     if tombstones is not None:
@@ -98,7 +98,7 @@ def normalize(
     checked_partitions(partitions)
     columns = present(records, read_columns("records", False))
     forgets = _collected(tombstones)
-    _job_kernels.SELECTED_JOBS.normalize_batch(
+    job_kernels.SELECTED_JOBS.normalize_batch(
         empty_table(records, columns), now=moment, tombstones=forgets
     )
     rows = records.select(*columns).withColumn("_row", F.monotonically_increasing_id())
@@ -141,7 +141,7 @@ def _normalize_partitions(
     import pyarrow as pa  # noqa: PLC0415
     import pyarrow.compute as pc  # noqa: PLC0415
 
-    from memresolve._engine import _job_kernels  # noqa: PLC0415
+    from memresolve._engine import job_kernels  # noqa: PLC0415
 
     gathered = list(batches)
     if not gathered:
@@ -156,7 +156,7 @@ def _normalize_partitions(
     records = _unpacked(table.column("records").take(pa.array(keep)))
     own = pa.array(~copied[keep])
     try:
-        changes = _job_kernels.NativeJobs().normalize_batch(
+        changes = job_kernels.NativeJobs().normalize_batch(
             records, now=check.from_micros(micros), tombstones=tombstones, with_rows=True
         )
     except InvalidInputError as error:
@@ -187,14 +187,14 @@ def forget_sweep(records: DataFrame, tombstones: DataFrame | None = None) -> Dat
             tombstone is bad (at once); a record breaks a rule or an id repeats (when the
             output is computed, inside Spark's error).
     """
-    from memresolve._engine import _job_kernels  # noqa: PLC0415 - the facade's backend choice
+    from memresolve._engine import job_kernels  # noqa: PLC0415 - the facade's backend choice
 
     dataframe(records, "records")
     if tombstones is not None:
         dataframe(tombstones, "tombstones")
     columns = present(records, read_columns("records", False))
     forgets = _collected(tombstones)
-    _job_kernels.SELECTED_JOBS.forget_sweep_batch(empty_table(records, columns), forgets)
+    job_kernels.SELECTED_JOBS.forget_sweep_batch(empty_table(records, columns), forgets)
     schema = forget_sweep_schema()
     swept = records.select(*columns).mapInArrow(
         functools.partial(_sweep_partitions, tombstones=forgets), schema
@@ -209,14 +209,14 @@ def _sweep_partitions(
     """One partition of records, swept by one call (executor side)."""
     import pyarrow as pa  # noqa: PLC0415 - runs on the executors
 
-    from memresolve._engine import _job_kernels  # noqa: PLC0415
+    from memresolve._engine import job_kernels  # noqa: PLC0415
 
     gathered = list(batches)
     if not gathered:
         return
     records = pa.Table.from_batches(gathered)
     try:
-        purged = _job_kernels.NativeJobs().forget_sweep_batch(records, tombstones)
+        purged = job_kernels.NativeJobs().forget_sweep_batch(records, tombstones)
     except InvalidInputError as error:
         raise with_id(error, {"records": records}) from None
     for batch in purged.to_batches():

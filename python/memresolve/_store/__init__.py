@@ -1,5 +1,12 @@
-"""MemoryStore: memories kept between turns in one SQLite file."""
+"""MemoryStore: memories kept between turns in one SQLite file.
 
-from memresolve._store._memory_store import ErasedUser
+This is the wing's face: what other wings and the package use of it. Its modules are
+private to it."""
 
-__all__ = ["ErasedUser"]
+from memresolve._store._memory_store import ArrowExport, ErasedUser, MemoryStore
+
+__all__ = [
+    "ArrowExport",
+    "ErasedUser",
+    "MemoryStore",
+]

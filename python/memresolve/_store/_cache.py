@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final
 
-from memresolve._model._call import Prepared
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._scopes import scope_id
+from memresolve._model import ForgetTombstone, MemoryRecord, Prepared, RetrievalContext, scope_id
 
 __all__ = ["ScopeRows", "StoreCache"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from memresolve._engine._kernels import SELECTED
+from memresolve._engine import SELECTED
 from memresolve._store import _erasure as erasure
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql

@@ -27,18 +27,33 @@ from typing import Any, Concatenate, Final, ParamSpec, TypeVar
 
 import pyarrow as pa
 
-from memresolve._engine._api import resolve_batch
-from memresolve._engine._explain import Explanation, explain_in
-from memresolve._engine._jobs import Normalization, forget_sweep, normalize
-from memresolve._io._arrow import records_from_arrow, records_to_arrow, tombstones_to_arrow
-from memresolve._model import _arguments as arguments
-from memresolve._model._call import record_rows, resolve_prepared
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext, forget_everywhere
-from memresolve._model._records import MemoryRecord, check_records, check_scope
-from memresolve._model._result import Resolution
-from memresolve._model._scopes import Scope, scope_id
-from memresolve._model._types import Reason
-from memresolve._model._validate import Subject, instant, text
+from memresolve._engine import (
+    Explanation,
+    Normalization,
+    explain_in,
+    forget_sweep,
+    normalize,
+    resolve_batch,
+)
+from memresolve._io import records_from_arrow, records_to_arrow, tombstones_to_arrow
+from memresolve._model import (
+    ForgetTombstone,
+    MemoryRecord,
+    Reason,
+    Resolution,
+    RetrievalContext,
+    Scope,
+    Subject,
+    arguments,
+    check_records,
+    check_scope,
+    forget_everywhere,
+    instant,
+    record_rows,
+    resolve_prepared,
+    scope_id,
+    text,
+)
 from memresolve._store import _errors as errors
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql

@@ -33,12 +33,20 @@ from enum import Enum
 from typing import Any, Final
 
 from memresolve import _backend
-from memresolve._model._inputs import ForgetTombstone
-from memresolve._model._records import RECORD_FIELDS, MemoryRecord
-from memresolve._model._rows import ROW_FIELDS, scope_columns, scope_from_columns, to_row
-from memresolve._model._scopes import scope_id
-from memresolve._model._types import ID_COLUMNS
-from memresolve._model._validate import Subject, from_micros, to_micros
+from memresolve._model import (
+    ID_COLUMNS,
+    RECORD_FIELDS,
+    ROW_FIELDS,
+    ForgetTombstone,
+    MemoryRecord,
+    Subject,
+    from_micros,
+    scope_columns,
+    scope_from_columns,
+    scope_id,
+    to_micros,
+    to_row,
+)
 from memresolve.errors import ErrorKind
 
 __all__ = [

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any, Final, NamedTuple
 
-from memresolve._model._inputs import ForgetTombstone
+from memresolve._model import ForgetTombstone
 from memresolve._store import _schema as schema
 
 __all__ = [

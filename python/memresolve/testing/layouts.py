@@ -31,8 +31,7 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
-from memresolve._io._arrow import contexts_to_arrow, records_to_arrow, tombstones_to_arrow
-from memresolve._io._arrow_input import pyarrow_module
+from memresolve._io import contexts_to_arrow, pyarrow_module, records_to_arrow, tombstones_to_arrow
 from memresolve.testing.strategies import Store, stores
 
 __all__ = ["StoreLayout", "Tables", "faults", "layouts", "store_layouts", "type_variants"]

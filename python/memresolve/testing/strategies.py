@@ -21,17 +21,22 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "memresolve.testing needs Hypothesis: pip install 'memresolve[testing]'"
     ) from exc
 
-from memresolve._model._inputs import ForgetTombstone, RetrievalContext
-from memresolve._model._records import MemoryRecord
-from memresolve._model._scopes import (
+from memresolve._model import (
+    INT64_MAX,
+    INT64_MIN,
+    Authority,
     CharacterScope,
     ConversationScope,
+    ForgetTombstone,
+    MemoryRecord,
+    RetrievalContext,
     SceneScope,
     Scope,
+    Status,
+    Subject,
     UserScope,
+    instant,
 )
-from memresolve._model._types import Authority, Status
-from memresolve._model._validate import INT64_MAX, INT64_MIN, Subject, instant
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
