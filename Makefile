@@ -50,7 +50,7 @@ test-rust:
 	# --all-targets also runs each criterion bench once, untimed, so they cannot rot.
 	cargo test --all-targets
 
-# Builds the abi3 wheel (README, "Running on Spark") and installs it, with the spark extra,
+# Builds the abi3 wheel (docs/spark.md) and installs it, with the spark extra,
 # into the environment the Spark tests start their executors in.
 spark-executors: setup
 	rm -rf $(SPARK_WHEELS)
@@ -128,7 +128,7 @@ bench-normalize: setup
 	$(PY) benches/bench_normalize.py $(ARGS)
 
 # The batch job file to file against DuckDB and Polars, and on Spark against plain Spark SQL,
-# on a generated store: make bench-dataset STORE=/var/tmp/store-10m (see README, Performance).
+# on a generated store: make bench-dataset STORE=/var/tmp/store-10m (see docs/performance.md).
 STORE ?= target/bench-store
 bench-dataset: setup
 	test -d $(STORE) || $(PY) -m memresolve.testing.batch_store $(STORE) --records 1e6

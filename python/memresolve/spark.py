@@ -27,7 +27,7 @@ when the output is computed. Bad input found in a partition raises the same erro
 executor; Spark reports it as a ``PythonException`` carrying its message.
 
 Executors need memresolve installed (the abi3 wheel fits any CPython >= 3.11) and
-``PYSPARK_PYTHON`` pointing at that Python; see the README, "Running on Spark".
+``PYSPARK_PYTHON`` pointing at that Python; see docs/spark.md.
 """
 
 from __future__ import annotations

@@ -1254,9 +1254,9 @@ def test_every_row_of_the_catalogue_has_its_test() -> None:
     rows = _catalogue_rows()
     assert len(rows) == 106
     sources = {
-        f"{path.parent.name}/{path.name}": path.read_text(encoding="utf-8")
+        str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
         for folder in ("tests", "benches")
-        for path in (ROOT / folder).glob("*.py")
+        for path in (ROOT / folder).rglob("*.py")
     }
     covered = 0
     for row, tests in rows.items():

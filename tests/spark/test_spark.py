@@ -5,7 +5,7 @@ run memresolve as installed from its wheel.
 Skips only where Spark cannot run (no pyspark, no JVM), saying why; with
 ``MEMRESOLVE_REQUIRE_SPARK=1`` (set by ``.ci/run``) that is a failure instead. Executors
 run ``MEMRESOLVE_SPARK_PYTHON`` when set (``make test`` builds the abi3 wheel and installs
-it there, as the README tells users to ship it), else this interpreter.
+it there, as docs/spark.md tells users to ship it), else this interpreter.
 """
 
 from __future__ import annotations
@@ -249,12 +249,11 @@ def test_spark_connect_gives_the_same_rows(tmp_path: Path) -> None:
     assert done.stdout.startswith("rows ")
 
 
-def test_the_readme_example_runs(spark: Any, tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Running on Spark", 1)[1]
-    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+def test_the_documented_example_runs(spark: Any, tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "spark.md").read_text(encoding="utf-8")
+    block = page.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/spark.md", "exec"), namespace)
     written = write_parquet(tmp_path / "store", 5_000, seed=6)
     namespace["resolve_store"](spark, str(tmp_path / "store"), str(tmp_path / "decisions"))
     expected = mr.resolve_batch(

@@ -48,7 +48,7 @@ def resolve_batch(
     the Arrow PyCapsule interface (a pyarrow ``Table``/``RecordBatch``/
     ``RecordBatchReader``, a polars ``DataFrame``, a duckdb relation) or a
     polars ``LazyFrame`` (run once, by its streaming engine). Their columns are
-    documented in the README; extra columns are ignored, so private text need
+    documented in docs/batch.md; extra columns are ignored, so private text need
     not be loaded unless ``with_values`` asks for it.
 
     Returns a pyarrow ``Table``, one record batch per 512 contexts, of:
