@@ -19,7 +19,7 @@ from memresolve._cli._batch import (
     failure,
     use_threads,
 )
-from memresolve._io import instant_from_text
+from memresolve._model import instant_from_text
 from memresolve.errors import MemresolveError
 
 __all__ = ["COMMANDS", "add_parsers", "run"]

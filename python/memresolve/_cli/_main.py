@@ -19,12 +19,17 @@ from memresolve._cli._store_demo import run_store_demo
 from memresolve._engine import resolve
 from memresolve._io import (
     context_to_json,
-    instant_from_text,
     read_contexts,
     read_records,
     read_tombstones,
 )
-from memresolve._model import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
+from memresolve._model import (
+    ForgetTombstone,
+    MemoryRecord,
+    Resolution,
+    RetrievalContext,
+    instant_from_text,
+)
 from memresolve._version import __version__
 from memresolve.errors import ErrorKind, InvalidInputError
 

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_PARTS",
     "MIN_BUDGET_BYTES",
     "SPILL_COMPRESSIONS",
+    "STREAM_PARTS",
     "Progress",
     "allow_open_files",
     "check_spill_room",
@@ -94,6 +95,8 @@ def allow_open_files(parts: int) -> None:
 
 #: The most parts a job may be asked for: each is up to three open spill files.
 MAX_PARTS = 65_536
+#: Parts of an input whose size is unknown (an Arrow stream) until it is read.
+STREAM_PARTS = 16
 
 
 def checked_parts(parts: object) -> int | None:

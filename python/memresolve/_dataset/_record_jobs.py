@@ -33,6 +33,7 @@ from memresolve import _backend
 from memresolve._dataset._limits import (
     BASELINE_BYTES,
     MIN_BUDGET_BYTES,
+    STREAM_PARTS,
     Progress,
     allow_open_files,
     check_spill_room,
@@ -46,14 +47,12 @@ from memresolve._dataset._output import write_parquet
 from memresolve._dataset._output_paths import check_output, input_path
 from memresolve._dataset._owned import OwnedDirectory, job_directories
 from memresolve._dataset._publish import publish
-from memresolve._dataset._resolve_job import STREAM_PARTS, check_unique
-from memresolve._dataset._sources import Source, in_file
+from memresolve._dataset._sources import Source
 from memresolve._dataset._spill import IdBuckets, Parts
 from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
 from memresolve._model import arguments, check
 from memresolve.errors import (
     BackendUnavailableError,
-    InvalidInputError,
     MemoryLimitError,
 )
 
@@ -173,11 +172,7 @@ def read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
     checker = run.native.Router(1, 0, False)
     batches = []
     read = 0
-    for name, offset, batch in source.batches():
-        try:
-            checker.tombstones(batch, offset)
-        except InvalidInputError as error:
-            raise in_file(name, error) from None
+    for _, batch, _ in source.checked(checker.tombstones):
         batches.append(canonical(batch, "tombstones", False))
         read += batch.num_rows
         run.report("tombstones", read)
@@ -186,8 +181,6 @@ def read_tombstones(run: _Run, tombstones: object | None) -> tuple[Any, int]:
                 f"the tombstones alone need more than a {TOMBSTONE_SHARE}th of what the memory"
                 f" limit leaves ({shown_bytes(run.budget)}); raise memory_limit"
             )
-    if read == 0:
-        checker.tombstones(source.empty(), 0)
     return pa.Table.from_batches(batches, schema=schema), read
 
 
@@ -290,23 +283,21 @@ def _split_by_id(
     ids = IdBuckets("records", run.spill)
     run.cleanup.callback(ids.close)
     read = 0
-    for name, offset, batch in source.batches():
-        try:
-            routed = run.native.route_by_id(batch, offset, count, micros)
-        except InvalidInputError as error:
-            raise in_file(name, error) from None
+
+    def route(batch: Any, offset: int) -> Any:
+        return run.native.route_by_id(batch, offset, count, micros)
+
+    for _, batch, routed in source.checked(route):
         rows = canonical(batch, "records", False)
         home.add_routed(rows, routed[0], routed[1])
         copies.add_routed(rows, routed[2], routed[3])
         ids.add(routed[4], read)
         read += batch.num_rows
         run.report("records", read)
-    if read == 0:
-        run.native.route_by_id(source.empty(), 0, count, micros)
     home.close()
     copies.close()
     run.note_spill()
-    check_unique(ids, source, "id")
+    source.refuse_repeats(ids.first_repeat(), "id")
     return home, copies, read
 
 

@@ -26,6 +26,7 @@ from memresolve._dataset._limits import (
     BASELINE_BYTES,
     MAX_PARTS,
     MIN_BUDGET_BYTES,
+    STREAM_PARTS,
     Progress,
     allow_open_files,
     check_spill_room,
@@ -41,15 +42,13 @@ from memresolve._dataset._owned import job_directories
 from memresolve._dataset._part_cost import part_cost
 from memresolve._dataset._part_order import by_owner
 from memresolve._dataset._publish import publish
-from memresolve._dataset._sources import Source, in_file
+from memresolve._dataset._sources import Source
 from memresolve._dataset._spill import IdBuckets, Parts
 from memresolve._engine import kernels
 from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
 from memresolve._model import DECISION_NAMES, arguments, check
 from memresolve.errors import (
     BackendUnavailableError,
-    ErrorKind,
-    InvalidInputError,
     MemoryLimitError,
 )
 
@@ -70,8 +69,6 @@ __all__ = [
 RESOLVE_FACTOR = 4
 #: Headroom in the first estimate of how many parts the input needs.
 PART_MARGIN = 1.25
-#: Parts of an input whose size is unknown (an Arrow stream) until it is read.
-STREAM_PARTS = 16
 #: A part's output is handed over in pieces of about the budget over this (at least
 #: ``OUTPUT_BYTES_MIN``) of Arrow, one file each, written while the next is built.
 OUTPUT_SHARE = 16
@@ -213,23 +210,16 @@ class _Job:
 
     def read(self, source: Source, parts: _PartSet, target: Parts, ids: IdBuckets | None) -> int:
         """Reads, checks and routes every batch of ``source``; returns its rows."""
-        route = getattr(parts.router, source.what)
         with_values = self.options["with_values"]
         self.schemas[source.what] = canonical_schema(source.what, with_values)
         read = 0
         total = source.total_rows()
-        for name, offset, batch in source.batches():
-            try:
-                routed = route(batch, offset)
-            except InvalidInputError as error:
-                raise in_file(name, error) from None
+        for _, batch, routed in source.checked(getattr(parts.router, source.what)):
             parts.route(target, canonical(batch, source.what, with_values), routed)
             if ids is not None:
                 ids.add(routed[2], read)
             read += batch.num_rows
             self.report(source.what, read, total)
-        if read == 0:  # no rows: its columns are checked all the same
-            route(source.empty(), 0)
         return read
 
     # Resolving the parts ----------------------------------------------------------------
@@ -398,25 +388,6 @@ def _part_count(total: int | None, budget: int, parts: int | None) -> int:
     return max(1, math.ceil(total * RESOLVE_FACTOR * PART_MARGIN / budget))
 
 
-def check_unique(ids: IdBuckets, source: Source, column: str) -> None:
-    repeat = ids.first_repeat()
-    if repeat is None:
-        return
-    earlier, later = repeat
-    name, row = source.place(later)
-    earlier_name, earlier_row = source.place(earlier)
-    where = f"row {earlier_row}" if earlier_name == name else f"row {earlier_row} of {earlier_name}"
-    value = source.value_at(column, later) if column == "id" else None
-    error = InvalidInputError(
-        f"{source.what}: column {column!r} row {row} repeats the {column} of {where}",
-        kind=ErrorKind.DUPLICATE_ID,
-        field=column,
-        row=row,
-        record_id=value if isinstance(value, str) else None,
-    )
-    raise in_file(name, error)
-
-
 def resolve_dataset(
     records: object,
     contexts: object,
@@ -549,8 +520,8 @@ def resolve_dataset(
             n_tombstones = job.read(tombstone_source, split, split.tombstones, None)
         split.close()
         job.note_spill()
-        check_unique(record_ids, record_source, "id")
-        check_unique(context_ids, context_source, "context_id")
+        record_source.refuse_repeats(record_ids.first_repeat(), "id")
+        context_source.refuse_repeats(context_ids.first_repeat(), "context_id")
         job.resolve_all(split, 0)
         job.finish()
         publish(partial, target, overwrite, "batch")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from memresolve._dataset._background import read_ahead
 from memresolve._io import (
@@ -30,6 +30,8 @@ from memresolve._model import arguments
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BATCH_ROWS", "STREAM", "Source", "in_file"]
+
+Checked = TypeVar("Checked")
 
 #: Rows per batch handed to the router: big enough to amortise a call, small
 #: enough that a batch and its routed copies are a few tens of megabytes.
@@ -190,6 +192,44 @@ class Source:
                 piece = batch.slice(start, BATCH_ROWS)
                 yield STREAM, offset, piece
                 offset += piece.num_rows
+
+    def checked(self, check: Callable[[Any, int], Checked]) -> Iterator[tuple[str, Any, Checked]]:
+        """Each batch of this input, with its file's name and what ``check(batch, first row)``
+        made of it (the native router or checker: it refuses a batch that breaks a rule of
+        the batch form, and the refusal is made to name the file and the row in it). An
+        input of no rows is checked all the same, as one empty batch: a missing or mistyped
+        column is refused whether or not there are rows."""
+        rows = 0
+        for name, offset, batch in self.batches():
+            try:
+                made = check(batch, offset)
+            except InvalidInputError as error:
+                raise in_file(name, error) from None
+            rows += batch.num_rows
+            yield name, batch, made
+        if rows == 0:
+            check(self.empty(), 0)
+
+    def refuse_repeats(self, repeat: tuple[int, int] | None, column: str) -> None:
+        """Refuses the input if ``repeat`` (the earlier and the later row of the first value
+        of ``column`` seen twice, over the whole input) is not None, naming both places."""
+        if repeat is None:
+            return
+        earlier, later = repeat
+        name, row = self.place(later)
+        earlier_name, earlier_row = self.place(earlier)
+        where = (
+            f"row {earlier_row}" if earlier_name == name else f"row {earlier_row} of {earlier_name}"
+        )
+        value = self.value_at(column, later) if column == "id" else None
+        error = InvalidInputError(
+            f"{self.what}: column {column!r} row {row} repeats the {column} of {where}",
+            kind=ErrorKind.DUPLICATE_ID,
+            field=column,
+            row=row,
+            record_id=value if isinstance(value, str) else None,
+        )
+        raise in_file(name, error)
 
     def empty(self) -> Any:
         """A batch with no rows and the columns read (to check a table that has none)."""

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import time
 from contextlib import ExitStack
+from typing import Any
 
 from memresolve._dataset._limits import Progress, checked_progress
 from memresolve._dataset._output_paths import input_path
 from memresolve._dataset._publish import publish
 from memresolve._dataset._record_jobs import JobSummary, read_tombstones, start
-from memresolve._dataset._resolve_job import check_unique
 from memresolve._dataset._sources import Source, in_file
 from memresolve._dataset._spill import IdBuckets
 from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
@@ -69,11 +69,11 @@ def forget_sweep_dataset(
         ids = IdBuckets("records", run.spill)
         cleanup.callback(ids.close)
         read = batches = 0
-        for name, offset, batch in source.batches():
-            try:
-                routed = run.native.route_by_id(batch, offset, 1, 0)
-            except InvalidInputError as error:
-                raise in_file(name, error) from None
+
+        def route(batch: Any, offset: int) -> Any:
+            return run.native.route_by_id(batch, offset, 1, 0)
+
+        for name, batch, routed in source.checked(route):
             ids.add(routed[4], read)
             try:
                 purged = run.native.forget_sweep_batch(canonical(batch, "records", False), forgets)
@@ -88,9 +88,7 @@ def forget_sweep_dataset(
             read += batch.num_rows
             batches += 1
             run.report("records", read)
-        if read == 0:
-            run.native.route_by_id(source.empty(), 0, 1, 0)
-        check_unique(ids, source, "id")
+        source.refuse_repeats(ids.first_repeat(), "id")
         if run.written == 0:
             empty = pyarrow_module().Table.from_batches(
                 [], schema=canonical_schema("records", False)

@@ -25,7 +25,6 @@ from memresolve._io._arrow_input import (
 from memresolve._io._canonical import canonical, canonical_schema, read_columns
 from memresolve._io._jsonl import (
     context_to_json,
-    instant_from_text,
     read_contexts,
     read_records,
     read_tombstones,
@@ -45,7 +44,6 @@ __all__ = [
     "context_to_json",
     "contexts_from_arrow",
     "contexts_to_arrow",
-    "instant_from_text",
     "mended",
     "native_input",
     "parquet_files",

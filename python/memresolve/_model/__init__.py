@@ -75,6 +75,7 @@ from memresolve._model._validate import (
     any_text,
     from_micros,
     instant,
+    instant_from_text,
     text,
     to_micros,
 )
@@ -129,6 +130,7 @@ __all__ = [
     "forget_everywhere",
     "from_micros",
     "instant",
+    "instant_from_text",
     "make_scope",
     "not_a_context",
     "record_rows",

@@ -9,6 +9,7 @@ never quote a record's ``value``: it may be private text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -155,6 +156,34 @@ def flag(value: object, field: str) -> bool:
     Subject("argument").fail(
         field, ErrorKind.WRONG_TYPE, f"must be True or False, got {_type_name(value)}"
     )
+
+
+#: An ISO-8601 date-time with a UTC offset (``Z`` or ``+hh:mm``), as text: what JSON Lines
+#: and the command line take. ``fromisoformat`` alone accepts oddities such as trailing junk
+#: before ``Z``.
+_ISO_INSTANT = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
+    r"(Z|[+-]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)",
+    re.ASCII,
+)
+
+
+def instant_text(value: str, subject: Subject, field: str) -> datetime:
+    """The instant ``value`` names as ISO-8601 text with a UTC offset."""
+    if _ISO_INSTANT.fullmatch(value) is None:
+        subject.fail(
+            field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time with a UTC offset: {value!r}"
+        )
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        subject.fail(field, ErrorKind.MALFORMED, f"is not an ISO-8601 date-time: {value!r}")
+    return instant(moment, subject, field)
+
+
+def instant_from_text(value: str, field: str) -> datetime:
+    """An argument's instant, given as ISO-8601 text with a UTC offset (``--now``)."""
+    return instant_text(value, Subject("argument"), field)
 
 
 def optional_instant(value: object, subject: Subject, field: str) -> datetime | None:
