@@ -17,6 +17,7 @@ from memresolve._engine._jobs import (
     forget_sweep_batch,
     normalize,
     normalize_batch,
+    purged_records,
 )
 from memresolve._engine._kernels import SELECTED
 
@@ -34,6 +35,7 @@ __all__ = [
     "kernels",
     "normalize",
     "normalize_batch",
+    "purged_records",
     "resolve",
     "resolve_batch",
 ]

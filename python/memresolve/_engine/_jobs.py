@@ -41,6 +41,7 @@ __all__ = [
     "forget_sweep_batch",
     "normalize",
     "normalize_batch",
+    "purged_records",
 ]
 
 
@@ -188,6 +189,19 @@ class PurgePlan:
         ]
 
 
+def purged_records(
+    records: tuple[MemoryRecord, ...], tombstones: tuple[ForgetTombstone, ...]
+) -> list[tuple[MemoryRecord, PurgeCause]]:
+    """The forget sweep's rule alone (``docs/spec.md`` §7.2), on the selected backend: each
+    record whose private text must be erased, with why. ``forget_sweep`` builds its plan on
+    it; the store's writes, whose records and tombstones are checked already and which need
+    no plan, ask it directly."""
+    return [
+        (_record(records, row), cause)
+        for row, cause in _job_kernels.SELECTED_JOBS.purge_rows(records, tombstones)
+    ]
+
+
 def forget_sweep(
     records: Iterable[MemoryRecord], tombstones: Iterable[ForgetTombstone] | None
 ) -> PurgePlan:
@@ -199,12 +213,8 @@ def forget_sweep(
         InvalidInputError: a record is not a ``MemoryRecord``, two share an id, or a
             tombstone is not one.
     """
-    rows = record_rows(records)
     forgets = checked_tombstones(tombstones)
-    purged = [
-        (_record(rows, row), cause)
-        for row, cause in _job_kernels.SELECTED_JOBS.purge_rows(rows, forgets)
-    ]
+    purged = purged_records(record_rows(records), forgets)
     purges = sorted(
         (Purge(record.id, record.key, scope_id(record.scope), cause) for record, cause in purged),
         key=lambda purge: purge.record_id,

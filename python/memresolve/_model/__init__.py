@@ -47,6 +47,7 @@ from memresolve._model._scopes import (
     scope_from_id,
     scope_id,
     scope_owner,
+    seen_scope_ids,
 )
 from memresolve._model._types import (
     CERTAINTY_CODE,
@@ -142,6 +143,7 @@ __all__ = [
     "scope_from_id",
     "scope_id",
     "scope_owner",
+    "seen_scope_ids",
     "text",
     "to_micros",
     "to_prompt_memory",

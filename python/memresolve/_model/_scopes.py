@@ -33,6 +33,7 @@ __all__ = [
     "scope_from_id",
     "scope_id",
     "scope_owner",
+    "seen_scope_ids",
 ]
 
 
@@ -222,6 +223,30 @@ def _escape(field: str) -> str:
 
 def _unescape(field: str) -> str:
     return field.replace("%3A", ":").replace("%25", "%")
+
+
+def seen_scope_ids(
+    user_id: str, character_id: str, conversation_id: str, scene_id: str | None
+) -> tuple[str, ...]:
+    """``scope_id`` of each scope a context of these ids sees, in the order of
+    ``RetrievalContext.scopes``, without building the scopes: for a context, whose ids are
+    checked already, each id is escaped once and none is checked again (a store's turn
+    that misses its cache asks this).
+
+    >>> seen_scope_ids("u1", "c1", "k1", None)
+    ('user:u1', 'character:u1:c1', 'conversation:k1', 'conversation:k1::u1')
+    """
+    user, conversation = _escape(user_id), _escape(conversation_id)
+    seen = [
+        f"{ScopeKind.USER.value}:{user}",
+        f"{ScopeKind.CHARACTER.value}:{user}:{_escape(character_id)}",
+        f"{ScopeKind.CONVERSATION.value}:{conversation}",
+        f"{ScopeKind.CONVERSATION.value}:{conversation}::{user}",
+    ]
+    if scene_id is not None:
+        scene = f"{ScopeKind.SCENE.value}:{conversation}:{_escape(scene_id)}"
+        seen += [scene, f"{scene}::{user}"]
+    return tuple(seen)
 
 
 def scope_id(scope: Scope) -> str:

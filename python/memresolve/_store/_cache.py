@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final
 
-from memresolve._model import ForgetTombstone, MemoryRecord, Prepared, RetrievalContext, scope_id
+from memresolve._model import (
+    ForgetTombstone,
+    MemoryRecord,
+    Prepared,
+    RetrievalContext,
+    seen_scope_ids,
+)
 
 __all__ = ["ScopeRows", "StoreCache"]
 
@@ -137,7 +143,7 @@ class StoreCache:
         turn = self._turns.get(key)
         if turn is not None:
             return turn[0]
-        wanted = list(dict.fromkeys(scope_id(scope) for scope in context.scopes()))
+        wanted = _seen(context)
         rows = self._rows(wanted)
         ready = self._prepare(
             tuple(record for scope in rows for record in scope.records),
@@ -150,7 +156,7 @@ class StoreCache:
 
     def tombstones(self, context: RetrievalContext) -> tuple[ForgetTombstone, ...]:
         """The tombstones of the scopes ``context`` sees."""
-        wanted = list(dict.fromkeys(scope_id(scope) for scope in context.scopes()))
+        wanted = _seen(context)
         return tuple(tombstone for rows in self._rows(wanted) for tombstone in rows.tombstones)
 
     def _rows(self, wanted: Sequence[str]) -> list[ScopeRows]:
@@ -165,6 +171,15 @@ class StoreCache:
                         del self._scopes[old]
             self._scopes.update(self._load(missing))
         return [self._scopes[scope] for scope in wanted]
+
+
+def _seen(context: RetrievalContext) -> list[str]:
+    """The ids of the scopes ``context`` sees, each once (an id may repeat another's: a
+    conversation id equal to its owner's user id is still two scopes)."""
+    ids = seen_scope_ids(
+        context.user_id, context.character_id, context.conversation_id, context.scene_id
+    )
+    return list(dict.fromkeys(ids))
 
 
 def _turn_key(context: RetrievalContext) -> _TurnKey:

@@ -31,8 +31,8 @@ from memresolve._engine import (
     Explanation,
     Normalization,
     explain_in,
-    forget_sweep,
     normalize,
+    purged_records,
     resolve_batch,
 )
 from memresolve._io import records_from_arrow, records_to_arrow, tombstones_to_arrow
@@ -209,10 +209,13 @@ class MemoryStore:
                     )
             # The forget sweep's rule: text a tombstone blocks, or of a record stored
             # ``forgotten``, is never stored.
-            purged = forget_sweep(
-                [checked[index] for index, _ in new],
-                sql.tombstones_of(connection, [row["scope_id"] for _, row in new]),
-            ).record_ids
+            purged = {
+                record.id
+                for record, _ in purged_records(
+                    tuple(checked[index] for index, _ in new),
+                    tuple(sql.tombstones_of(connection, [row["scope_id"] for _, row in new])),
+                )
+            }
             stored_records: list[tuple[str, MemoryRecord]] = []
             for index, row in new:
                 record = checked[index]
@@ -279,7 +282,7 @@ class MemoryStore:
                     (row["scope_id"], row["key"]),
                 ).fetchall()
                 candidates = [schema.record_from_row(stored) for stored in found]
-                blocked = {p.record_id for p in forget_sweep(candidates, [tombstone])}
+                blocked = {r.id for r, _ in purged_records(tuple(candidates), (tombstone,))}
                 sql.erase_text(connection, [stored for stored in found if stored["id"] in blocked])
                 erased.extend(blocked)
                 # In the transaction: a failed commit drops the cache whole.
