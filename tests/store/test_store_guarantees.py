@@ -158,8 +158,9 @@ def test_an_older_file_is_migrated_compacted_and_its_erased_hashes_replaced(
     tmp_path: Path, version: int
 ) -> None:
     """A file of schema version 1 or 2 (text beside every other field, in one table) is
-    taken to version 3 (text in ``record_text``), and compacted at once: the pages the
-    migration freed held the old rows, and version 1 kept an erased record's text hash."""
+    taken to the current version (text in ``record_text`` since 3), and compacted at once:
+    the pages the migration freed held the old rows, and version 1 kept an erased record's
+    text hash."""
     path = tmp_path / "old.db"
     connection = sqlite3.connect(path, isolation_level=None)
     migrations.create_version_1(connection)
@@ -201,7 +202,8 @@ def test_an_older_file_is_migrated_compacted_and_its_erased_hashes_replaced(
         ).fetchall()
     )
     assert hashes == {"kept": kept["content_hash"], "gone": schema.erased_hash(erased)}
-    assert store._core.file.connection.execute("PRAGMA user_version").fetchone()[0] == 3
+    version_now = store._core.file.connection.execute("PRAGMA user_version").fetchone()[0]
+    assert version_now == schema.SCHEMA_VERSION
     assert store.get("kept") == _record("kept", "Harbor")
     assert store.add([_record("gone", CANARY, key="home"), _record("kept", "Harbor")]) == 0
     with pytest.raises(mr.InvalidInputError):
@@ -538,6 +540,74 @@ def test_a_wipe_a_read_held_back_finishes_in_the_background_without_another_call
     assert opened.get("m1") == _record("m1", "", source_message_ids=[])
     reader.close()
     opened.close()
+
+
+@pytest.mark.parametrize("order", ["forget-then-erase", "erase-then-forget"])
+def test_regression_a_kept_record_erased_after_its_edge_was_dropped_retries_as_first_added(
+    tmp_path: Path, order: str
+) -> None:
+    """A kept record whose edge ``erase_user`` removed, and whose text a forget erased, is
+    judged by the hash of its public fields as first added (``docs/store.md``, retries),
+    whichever came first: a retry as first added is a no-op, and the record as the store
+    now shows it (no edge) is ``duplicate-id``. The erasure after the removal hashed the
+    edgeless row, so the retry as first added was refused and the edgeless one accepted."""
+    ada_city = _record("RID-ada-city-0001", "Lisbon", key="home.city", scope=mr.UserScope("u-ada"))
+    shared = _record(
+        "shared-city",
+        "Porto",
+        key="home.city",
+        scope=mr.ConversationScope("k-shared"),
+        valid_from=_t(2),
+        supersedes=ada_city.id,
+    )
+    edgeless = mr.MemoryRecord.from_dict({**shared.to_dict(), "supersedes": None})
+    with mr.MemoryStore(tmp_path / "m.db") as store:
+        store.add([ada_city, shared])
+
+        def forget() -> None:
+            erased = store.forget("home.city", mr.ConversationScope("k-shared"), forgotten_at=_t(3))
+            assert erased == ("shared-city",)
+
+        def erase() -> None:
+            assert store.erase_user("u-ada") == mr.ErasedUser(records=1, tombstones=0)
+
+        for step in (forget, erase) if order == "forget-then-erase" else (erase, forget):
+            step()
+        assert store.get("shared-city") == mr.MemoryRecord.from_dict(
+            {**edgeless.to_dict(), "value": "", "source_message_ids": ()}
+        )
+        assert store.add([shared]) == 0  # a retry as first added
+        other_text = mr.MemoryRecord.from_dict({**shared.to_dict(), "value": "Braga"})
+        assert store.add([other_text]) == 0  # erased: its text is no longer compared
+        with pytest.raises(mr.InvalidInputError) as raised:
+            store.add([edgeless])
+        assert raised.value.kind is mr.ErrorKind.DUPLICATE_ID
+    assert ada_city.id.encode() not in _file_bytes(tmp_path)
+
+
+def test_a_version_3_file_is_migrated_to_keep_first_public_hashes(tmp_path: Path) -> None:
+    """Version 4 adds ``records.public_hash``; a version 3 file keeps every row and answer."""
+    path = tmp_path / "v3.db"
+    records = [_record("a", "Harbor"), _record("b", "Porto", key="home", supersedes="a")]
+    with mr.MemoryStore(path) as store:
+        store.add(records)
+        before = store.resolve(CONTEXT)
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("ALTER TABLE records DROP COLUMN public_hash")
+    connection.execute("PRAGMA user_version = 3")
+    connection.close()
+    with mr.MemoryStore(path) as store:
+        file = store._core.file.connection
+        assert file.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+        columns = [row[1] for row in file.execute("PRAGMA table_info(records)")]
+        assert columns[-1] == "public_hash"
+        assert (
+            file.execute("SELECT count(*) FROM records WHERE public_hash IS NOT NULL").fetchone()[0]
+            == 0
+        )
+        assert list(store.records()) == sorted(records, key=lambda record: record.id)
+        assert store.resolve(CONTEXT) == before
+        assert store.add(records) == 0
 
 
 def test_regression_erase_user_leaves_no_id_of_its_records_in_a_kept_record(

@@ -120,11 +120,24 @@ def _split_private_text(connection: sqlite3.Connection) -> bool:
     return bool(moved)
 
 
+def _keep_first_public_hashes(connection: sqlite3.Connection) -> bool:
+    """Version 4: ``records.public_hash``, null in every row. A record of a version 3 file
+    whose edge ``erase_user`` removed before the migration, and that a forget erases after
+    it, is judged by its fields as they stand (without the edge): its hash as first added
+    was never kept, and cannot be made now (the id it named is gone)."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(records)")}
+    # A file from before version 3 got the current ``records`` table in step 2.
+    if "public_hash" not in columns:
+        connection.execute("ALTER TABLE records ADD COLUMN public_hash BLOB")
+    return False
+
+
 #: ``STEPS[n]`` takes a file from schema version ``n`` to ``n + 1``; each returns whether
 #: it moved or rewrote rows (the file then needs compacting).
 STEPS: Final[Mapping[int, Callable[[sqlite3.Connection], bool]]] = {
     1: _hash_erased_records_publicly,
     2: _split_private_text,
+    3: _keep_first_public_hashes,
 }
 assert sorted(STEPS) == list(range(1, schema.SCHEMA_VERSION))
 

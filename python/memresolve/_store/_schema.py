@@ -68,7 +68,7 @@ __all__ = [
     "tombstone_row",
 ]
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 
 _INSTANTS: Final = ("valid_from", "valid_until", "observed_at")
 #: The native record storage and its row builder, when the compiled core is in use.
@@ -97,7 +97,10 @@ TOMBSTONE_COLUMNS: Final = (
 
 #: The tables of the current schema, as created. ``records.row`` is an explicit
 #: INTEGER PRIMARY KEY so that ``VACUUM`` keeps it: it names the record's
-#: ``record_text`` row.
+#: ``record_text`` row. ``records.public_hash`` is null but on a record not yet erased
+#: whose ``supersedes`` ``erase_user`` removed: it holds that record's ``erased_hash`` as
+#: first added (the edge included), which the row can no longer give and its erasure
+#: stores (a retry is judged as first added).
 TABLES: Final = """
 CREATE TABLE records (
     row INTEGER PRIMARY KEY,
@@ -117,7 +120,8 @@ CREATE TABLE records (
     version INTEGER NOT NULL,
     observed_at INTEGER,
     scope_id TEXT NOT NULL,
-    erased INTEGER NOT NULL
+    erased INTEGER NOT NULL,
+    public_hash BLOB
 ) STRICT;
 CREATE INDEX records_by_scope ON records (scope_id, key);
 CREATE INDEX records_by_user ON records (user_id);
@@ -215,6 +219,8 @@ PUBLIC_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
             "version",
             "observed_at",
             "erased",
+            # A hash of public fields (as content_hash, which also covers the text).
+            "public_hash",
         }
     ),
     "tombstones": frozenset(

@@ -133,9 +133,10 @@ def erase_text(connection: sqlite3.Connection, erased: Iterable[sqlite3.Row]) ->
     connection.executemany(
         "UPDATE records SET erased = 1 WHERE row = ?", [(row["row"],) for row in rows]
     )
+    # As first added: a record whose edge erase_user removed kept that hash (delete_user).
     connection.executemany(
         _ERASE_TEXT,
-        [(schema.erased_hash(dict(row)), row["row"]) for row in rows],
+        [(row["public_hash"] or schema.erased_hash(dict(row)), row["row"]) for row in rows],
     )
 
 
@@ -150,7 +151,9 @@ def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int,
     unowned scope, or of another user) whose ``supersedes`` names a deleted record has
     that edge removed: it named nothing any more (an edge to no candidate does nothing,
     ``docs/spec.md`` §2.4), and the id must not stay in the file. Its content hash as
-    first added is kept, so a retry of it is still a no-op."""
+    first added is kept, so a retry of it is still a no-op; so is, for one not yet erased,
+    the hash of its public fields as first added (``public_hash``), which its erasure
+    stores in place of the content hash, as for any record."""
     deleted = connection.execute(
         "SELECT row, id FROM records WHERE user_id = ?", (user_id,)
     ).fetchall()
@@ -165,14 +168,18 @@ def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int,
     changed: set[str] = set()
     for chunk in chunks([row[1] for row in deleted]):
         naming = connection.execute(
-            "SELECT row, scope_id FROM records WHERE supersedes IS NOT NULL "
+            "SELECT * FROM records WHERE supersedes IS NOT NULL "
             f"AND supersedes IN ({marks(len(chunk))})",
             chunk,
         ).fetchall()
         connection.executemany(
-            "UPDATE records SET supersedes = NULL WHERE row = ?", [(row[0],) for row in naming]
+            "UPDATE records SET supersedes = NULL, public_hash = ? WHERE row = ?",
+            [
+                (None if row["erased"] else schema.erased_hash(dict(row)), row["row"])
+                for row in naming
+            ],
         )
-        changed.update(row[1] for row in naming)
+        changed.update(row["scope_id"] for row in naming)
     return records, tombstones, changed
 
 
