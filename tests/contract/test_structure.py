@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,8 +38,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -220,8 +221,8 @@ def _imported_names(tree: ast.Module, module: str, is_package: bool) -> Iterator
             )
 
 
-def _modules() -> dict[str, Path]:
-    return {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+def _modules(package: Path) -> dict[str, Path]:
+    return {_module_name(path, package): path for path in package.rglob("*.py")}
 
 
 def _wing(module: str) -> str | None:
@@ -229,25 +230,24 @@ def _wing(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[1] in WINGS else None
 
 
-def _is_module(name: str, modules: dict[str, Path]) -> bool:
-    path = PACKAGE.parent / name.replace(".", "/")
+def _is_module(name: str, modules: dict[str, Path], package: Path) -> bool:
+    path = package.parent / name.replace(".", "/")
     # A compiled module shows as its stub.
     return name in modules or (path / "__init__.py").exists() or path.with_suffix(".pyi").exists()
 
 
-def wing_rule_breaks() -> list[str]:
-    """Every import that breaks a rule of the wings, as ``importer: what``."""
-    modules = _modules()
+def wing_rule_breaks(package: Path = PACKAGE) -> list[str]:
+    """Every import of ``package`` that breaks a rule of the wings, as ``importer: what``."""
+    modules = _modules(package)
     breaks = []
     for module, path in sorted(modules.items()):
-        if path.parent == PACKAGE and path.stem in PICKLE_ALIASES:
+        if path.parent == package and path.stem in PICKLE_ALIASES:
             continue
         own = _wing(module)
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for source, name in _imported_names(tree, module, path.name == "__init__.py"):
-            target = (
-                f"{source}.{name}" if name and _is_module(f"{source}.{name}", modules) else source
-            )
+            full = f"{source}.{name}"
+            target = full if name and _is_module(full, modules, package) else source
             wing = _wing(target)
             alias_stem = target.removeprefix("memresolve.")
             if alias_stem in PICKLE_ALIASES:
@@ -293,9 +293,12 @@ def test_the_wings_import_each_other_without_a_cycle() -> None:
 
 
 def test_the_wing_rules_catch_what_they_forbid(tmp_path: Path) -> None:
-    """The checker itself: a module of a wing written to break each rule is caught."""
-    planted = PACKAGE / "_cli" / "_planted_for_the_structure_test.py"
-    planted.write_text(
+    """The checker itself: a module of a wing written to break each rule is caught (in a
+    copy of the package: other tests read the package meanwhile)."""
+    copy = tmp_path / "memresolve"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.so", "__pycache__", "_data"))
+    assert wing_rule_breaks(copy) == []
+    (copy / "_cli" / "_planted_for_the_structure_test.py").write_text(
         "from memresolve import resolve\n"
         "from memresolve._model._records import MemoryRecord\n"
         "from memresolve._model import _validate\n"
@@ -303,10 +306,7 @@ def test_the_wing_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "from memresolve._records import MemoryRecord as Old\n",
         encoding="utf-8",
     )
-    try:
-        found = wing_rule_breaks()
-    finally:
-        planted.unlink()
+    found = wing_rule_breaks(copy)
     name = "memresolve._cli._planted_for_the_structure_test"
     assert f"{name}: imports resolve from the package's face" in found
     assert f"{name}: reaches past the face of _model to memresolve._model._records" in found
