@@ -92,7 +92,9 @@ fn members(module: &Bound<'_, PyModule>, name: &str) -> PyResult<[Py<PyAny>; 4]>
         found.push(member?.unbind());
     }
     found.try_into().map_err(|_| {
-        super::InternalError::new_err(format!("memresolve._model._types.{name} does not have 4 members"))
+        super::InternalError::new_err(format!(
+            "memresolve._model._types.{name} does not have 4 members"
+        ))
     })
 }
 

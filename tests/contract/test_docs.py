@@ -118,20 +118,51 @@ def test_python_examples_run(block: Block, tmp_path: Path, monkeypatch: pytest.M
     exec(compile(block.body, str(block), "exec"), {})
 
 
-def _memresolve_on_path() -> dict[str, str]:
-    """The environment with this interpreter's scripts first on PATH: the ``memresolve`` an
-    installed package provides, whichever directory pytest started in."""
-    scripts = Path(sys.executable).parent
-    assert (scripts / "memresolve").is_file(), f"no memresolve command beside {sys.executable}"
-    return {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
+def _memresolve_on_path(scripts: Path) -> dict[str, str]:
+    """The environment with ``scripts`` (a Python environment's scripts folder) first on
+    PATH: the ``memresolve`` an installed package provides, whichever directory pytest
+    started in. PYTHONPATH is left out, so that nothing reaches into this checkout."""
+    assert (scripts / "memresolve").is_file(), f"no memresolve command in {scripts}"
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    return {**environment, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+def _installations() -> dict[str, Path]:
+    """Where the shell examples run: this environment (the package as the tests import it,
+    editable in a checkout), and, where ``make test`` built one (CI), an environment with
+    the wheel installed in it, as a user installs it: the examples must not need a checkout."""
+    found = {"this-environment": Path(sys.executable).parent}
+    wheel_python = os.environ.get("MEMRESOLVE_SPARK_PYTHON")
+    if wheel_python:
+        found["installed-wheel"] = Path(wheel_python).parent
+    elif os.environ.get("MEMRESOLVE_REQUIRE_SPARK") == "1":
+        raise AssertionError("CI runs the examples on the installed wheel too: set it up")
+    return found
+
+
+def test_the_installed_wheel_is_not_this_checkout() -> None:
+    for name, scripts in _installations().items():
+        done = subprocess.run(
+            [scripts / "python", "-c", "import memresolve; print(memresolve.__file__)"],
+            env=_memresolve_on_path(scripts),
+            cwd=scripts,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        where = Path(done.stdout.strip()).resolve()
+        if name == "installed-wheel":
+            assert not where.is_relative_to(ROOT / "python"), where  # not the source tree
+            assert "site-packages" in where.parts
+
+
+@pytest.mark.parametrize("installation", list(_installations()))
 @pytest.mark.parametrize(
     "block",
     [block for block in BLOCKS if block.language == SHELL and block.not_run is None],
     ids=str,
 )
-def test_shell_examples_run(block: Block, tmp_path: Path) -> None:
+def test_shell_examples_run(block: Block, installation: str, tmp_path: Path) -> None:
     script = tmp_path / "example.sh"
     script.write_text(block.body, encoding="utf-8")
     workdir = tmp_path / "work"
@@ -139,7 +170,7 @@ def test_shell_examples_run(block: Block, tmp_path: Path) -> None:
     done = subprocess.run(
         ["bash", "-euo", "pipefail", str(script)],
         cwd=workdir,
-        env=_memresolve_on_path(),
+        env=_memresolve_on_path(_installations()[installation]),
         capture_output=True,
         text=True,
         timeout=SHELL_TIMEOUT_SECONDS,

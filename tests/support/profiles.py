@@ -26,7 +26,7 @@ settings.register_profile(
 PROFILE = os.environ.get("MEMRESOLVE_HYPOTHESIS_PROFILE", "dev")
 settings.load_profile(PROFILE)
 
-# The differential tests (tests/test_parity*.py) run more examples than the
+# The differential tests (tests/*/test_parity*.py) run more examples than the
 # rest: they are the proof that both backends agree. deep = 100,000 per test.
 PARITY_EXAMPLES = {"dev": 300, "ci": 2_000, "deep": 100_000}.get(PROFILE, 300)
 
