@@ -12,36 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from small_disk import on_a_small_file_system
+from public_calls import CONTEXT, RECORD, TOMBSTONE, T
+from public_calls import valid_argument as _valid
+from public_calls import walk_store as _walk_store
 
 import memresolve as mr
 from memresolve import reference
 from memresolve import testing as mrt
-
-T = datetime(2026, 7, 2, tzinfo=UTC)
-RECORD = mr.MemoryRecord(
-    id="m1",
-    key="k",
-    value="v",
-    scope=mr.UserScope("u"),
-    authority="model-inferred",
-    confidence=0.5,
-    valid_from=datetime(2026, 7, 1, tzinfo=UTC),
-)
-CONTEXT = mr.RetrievalContext(now=T, user_id="u", character_id="c", conversation_id="k")
-TOMBSTONE = mr.ForgetTombstone(key="k", scope=mr.UserScope("u"), forgotten_at=T)
+from small_disk import on_a_small_file_system
 
 
 class CallerError(Exception):
@@ -85,68 +74,6 @@ HOSTILE: list[object] = [
     pa.table({"a": [1]}),
     pa.Table.from_arrays([pa.array(["x"]), pa.array(["y"])], names=["id", "id"]),
 ]
-
-#: Arrow inputs for the functions that take tables.
-TABLE_FUNCTIONS = {
-    "resolve_batch",
-    "resolve_dataset",
-    "normalize_batch",
-    "forget_sweep_batch",
-    "normalize_dataset",
-    "forget_sweep_dataset",
-}
-
-
-def _valid(function: str, parameter: inspect.Parameter, scratch: Path) -> object:
-    """A valid value for ``parameter`` of ``function``."""
-    name = parameter.name
-    if function in TABLE_FUNCTIONS and name in ("records", "contexts", "tombstones"):
-        return {
-            "records": mr.records_to_arrow([RECORD]),
-            "contexts": mr.contexts_to_arrow([("c1", CONTEXT)]),
-            "tombstones": mr.tombstones_to_arrow([TOMBSTONE]),
-        }[name]
-    if name == "output":
-        return scratch / f"out-{os.urandom(6).hex()}"
-    if name == "source":
-        path = scratch / f"{function}.jsonl"
-        if not path.exists():
-            if function == "read_records":
-                mr.write_records([RECORD], path)
-            elif function == "read_contexts":
-                mr.write_contexts([CONTEXT], path)
-            else:
-                mr.write_tombstones([TOMBSTONE], path)
-        return path
-    valid: dict[str, object] = {
-        "records": [RECORD],
-        "contexts": [CONTEXT] if function == "write_contexts" else [("c1", CONTEXT)],
-        "context": CONTEXT,
-        "tombstones": [TOMBSTONE],
-        "now": T,
-        "at": T,
-        "forgotten_at": T,
-        "key": "k",
-        "scope": mr.UserScope("u"),
-        "record": RECORD,
-        "user_id": "u",
-        "character_id": "c",
-        "conversation_id": "k",
-        "scene_id": "s",
-        "destination": scratch / "written.jsonl",
-        "data": mr.records_to_arrow([RECORD]),
-        "table": mr.records_to_arrow([RECORD]),
-        "text_id": "user:u",
-        "record_id": "m1",
-        "value": "v",
-        "id": "m9",
-        "row": RECORD.to_dict(),
-        "path": None,
-        "universe": mrt.Universe(("u",), ("c",), ("k",), ("s",), ("key",)),
-    }
-    if name in valid:
-        return valid[name]
-    return None if parameter.default is inspect.Parameter.empty else parameter.default
 
 
 def _public_callables() -> list[tuple[str, Callable[..., Any]]]:
@@ -418,41 +345,6 @@ def test_invalid_utf8_is_malformed_naming_the_column_everywhere(column: str, raw
 # File-backed stores: damaged, locked, closed, full -----------------------------------------
 
 
-def _store_methods(store: mr.MemoryStore) -> list[tuple[str, Callable[..., Any]]]:
-    """Every public method of a store (its asyncio twins included), but ``close``."""
-    return [
-        (name, getattr(store, name))
-        for name in dir(mr.MemoryStore)
-        if not name.startswith("_") and name != "close" and callable(getattr(store, name))
-    ]
-
-
-def _walk_store(store: mr.MemoryStore, scratch: Path) -> dict[str, str]:
-    """Calls every public method with valid arguments; returns what raised outside the
-    contract (``MemresolveError`` but ``InternalError``, ``OSError``), by method."""
-    escapes: dict[str, str] = {}
-    for name, method in _store_methods(store):
-        parameters = inspect.signature(method).parameters.values()
-        short = name[1:] if name.startswith("a") and hasattr(mr.MemoryStore, name[1:]) else name
-        kwargs = {p.name: _valid(short, p, scratch) for p in parameters}
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        if "contexts" in kwargs:
-            kwargs["contexts"] = mr.contexts_to_arrow([("c1", CONTEXT)])
-        try:
-            result = method(**kwargs)
-            if inspect.iscoroutine(result):
-                asyncio.run(result)
-            elif inspect.isgenerator(result):
-                list(result)
-        except mr.InternalError as exc:  # a bug, not a bad file: an SQLite error untranslated
-            escapes[name] = f"InternalError: {exc}"
-        except (mr.MemresolveError, OSError):
-            pass
-        except Exception as exc:
-            escapes[name] = f"{type(exc).__name__}: {exc}"
-    return escapes
-
-
 def _a_store_file(path: Path) -> None:
     with mr.MemoryStore(path) as store:
         store.add([RECORD, *(RECORD.corrected(f"v{n}", at=T, id=f"m{n + 2}") for n in range(50))])
@@ -511,9 +403,9 @@ def test_no_store_call_raises_outside_the_contract_on_a_full_disk() -> None:
         """
         import sys
         from pathlib import Path
-        sys.path[:0] = ["tests/contract", "tests/support"]
+        sys.path.insert(0, "tests/support")
         import memresolve as mr
-        from test_error_contract import RECORD, T, _walk_store
+        from public_calls import RECORD, T, walk_store
 
         store = mr.MemoryStore("/mnt/small/m.db")
         try:
@@ -521,7 +413,7 @@ def test_no_store_call_raises_outside_the_contract_on_a_full_disk() -> None:
                 store.add([RECORD.corrected("x" * 20_000, at=T, id=f"f{n}")])
         except OSError:
             pass
-        print("escapes", _walk_store(store, Path("/mnt/small")))
+        print("escapes", walk_store(store, Path("/mnt/small")))
         """,
         size="600k",
     )

@@ -9,7 +9,7 @@ per-record; and the forget sweep's promise that a purged record never comes back
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -500,3 +500,16 @@ def test_the_benchmark_rivals_write_what_normalize_batch_writes(store: Store, sh
     assert sorted(polars_normalize(records, tombstones, now).rows()) == expected
     duck = duckdb_normalize(records, tombstones, now).to_pylist()
     assert sorted((row["record_id"], row["new_status"]) for row in duck) == expected
+
+
+@pytest.mark.parametrize("job", ["normalize", "forget_sweep"])
+def test_the_records_are_checked_before_the_tombstones(job: str) -> None:
+    """Both wrong: the error names the records, the first argument, on either job."""
+    moment = datetime.fromisoformat("2026-07-30T12:00:00+00:00")
+    calls: dict[str, Callable[[], object]] = {
+        "normalize": lambda: mr.normalize(5, now=moment, tombstones=5),  # type: ignore[arg-type]
+        "forget_sweep": lambda: mr.forget_sweep(5, 5),  # type: ignore[arg-type]
+    }
+    with pytest.raises(mr.InvalidInputError) as raised:
+        calls[job]()
+    assert (raised.value.kind, raised.value.field) == (mr.ErrorKind.WRONG_TYPE, "records")

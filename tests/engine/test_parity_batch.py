@@ -16,12 +16,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from batch_cases import REJECTIONS, STORY, UTC_MICROS, C, K, R, T
-from batch_cases import set_column as _set
-from batch_cases import with_row as _with_row
 from hypothesis import given, settings
 
 import memresolve as mr
+from batch_cases import REJECTIONS, STORY, UTC_MICROS, C, K, R, T
+from batch_cases import set_column as _set
+from batch_cases import with_row as _with_row
 from batch_rows import arrow_tables
 from memresolve import reference
 from memresolve._backend import available_backends

@@ -19,11 +19,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from batch_cases import REJECTIONS, STORY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memresolve as mr
+from batch_cases import REJECTIONS, STORY
 from batch_rows import arrow_tables
 from memresolve._backend import available_backends
 from memresolve._dataset._spill import compacted

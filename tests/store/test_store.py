@@ -23,10 +23,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from store_cases import CONTEXT
-from store_cases import file_bytes as _file_bytes
-from store_cases import record as _record
-from store_cases import t as _t
 
 import memresolve as mr
 from memresolve import reference
@@ -46,6 +42,10 @@ from memresolve.testing.strategies import (
     universes,
 )
 from profiles import PROFILE
+from store_cases import CONTEXT
+from store_cases import file_bytes as _file_bytes
+from store_cases import record as _record
+from store_cases import t as _t
 
 DAY = timedelta(days=1)
 

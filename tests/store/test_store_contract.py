@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import memresolve as mr
+from memresolve._store import _file as _store_file
+from memresolve._store._file import StoreFile
 from small_disk import on_a_small_file_system
 from store_cases import CONTEXT
 from store_cases import file_bytes as _file_bytes
 from store_cases import record as _record
 from store_cases import t as _t
-
-import memresolve as mr
-from memresolve._store import _file as _store_file
-from memresolve._store._file import StoreFile
 
 CANARY = "CANARY-contract-9c1e"
 

@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_cases import CONTEXT
-from store_cases import file_bytes as _file_bytes
-from store_cases import record as _record
-from store_cases import t as _t
 
 import memresolve as mr
 from memresolve._store import _core as _store_core
 from memresolve._store import _migrations as migrations
 from memresolve._store import _schema as schema
+from store_cases import CONTEXT
+from store_cases import file_bytes as _file_bytes
+from store_cases import record as _record
+from store_cases import t as _t
 
 CANARY = "CANARY-51c2-private"
 

@@ -1,6 +1,6 @@
 """Erased means gone from every byte of every file of a store (``docs/store.md``).
 
-Each test plants unique canaries in every column ``_store_schema.PRIVATE_COLUMNS``
+Each test plants unique canaries in every column ``_schema.PRIVATE_COLUMNS``
 registers, runs workloads that split and merge pages (adds interleaved across users,
 ``normalize``, ``erase_user``), and scans every byte of the database, its log and its
 index for the canaries of what was erased: after each erasure returns, after a crash at
@@ -294,7 +294,7 @@ def _sqlite(path: Path) -> sqlite3.Connection:
 
 @pytest.mark.parametrize("length", [40, 3_000, 20_000])
 def test_sqlite_writes_a_same_length_update_over_the_old_cell(tmp_path: Path, length: int) -> None:
-    """The erasure's mechanism, pinned (``_store_file.MIN_SQLITE``): a row updated to zero
+    """The erasure's mechanism, pinned (``_file.MIN_SQLITE``): a row updated to zero
     bytes of the same length is written over its old cell, and over its overflow pages
     when it has them, in place: the file does not grow and the old bytes are gone."""
     connection = _sqlite(tmp_path / "t.db")

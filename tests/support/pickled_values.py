@@ -1,10 +1,10 @@
 """One value of every picklable public type, built by the public API alone.
 
 ``python tests/support/pickled_values.py FILE`` pickles them. ``tests/data/pickles-0.1.0.pickle``
-was written so at commit "demo --path; pickles of the flat layout" (the last flat layout,
-before the package moved into wings), and names the private module paths of that layout
-(``memresolve._records``, ``memresolve._result``, ...): the pickle test loads it to prove
-that pickles of earlier releases still load.
+was written so from a checkout of b722eb1, the last flat layout before the package moved into
+wings (its Python; the compiled module of a later build, which computes the same values), and
+names the private module paths of that layout (``memresolve._records``, ``memresolve._result``,
+...): the pickle test loads it to prove that pickles of earlier releases still load.
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ def in_memory_values() -> dict[str, object]:
         "error": mr.InvalidInputError(
             "bad", kind=mr.ErrorKind.INCONSISTENT, field="value", record_id="m1"
         ),
+        "store_error": mr.StoreBusyError("the store is busy", path="/srv/memories.db"),
     }
 
 
@@ -94,6 +95,7 @@ def values_with_files(folder: Path) -> dict[str, object]:
     try:
         store.add(records())
         explanation = store.explain("m1", CONTEXT)
+        export = store.export_arrow()
         erased = store.erase_user("u9")
     finally:
         store.close()
@@ -108,6 +110,7 @@ def values_with_files(folder: Path) -> dict[str, object]:
     return {
         "explanation": explanation,
         "erased_user": erased,
+        "arrow_export": export,
         "dataset_summary": dataset,
         "job_summary": job,
     }

@@ -1,5 +1,5 @@
 """A store workload for the residue tests: what an ordinary chat backend does to a store,
-with a unique canary in every private or identifying field (``_store_schema``'s registry).
+with a unique canary in every private or identifying field (``_schema``'s registry).
 
 A ``Plan`` is drawn from a seed: users, each with records over a few keys in its user,
 character, owned-conversation and owned-scene scopes (corrections superseding earlier

@@ -2,7 +2,7 @@
 
 A progress bar (tqdm) on a terminal; otherwise only the summary. Exit codes:
 0 done, 2 bad input or usage (the message names the file, column and row),
-1 anything else (a full disk, the memory limit, Ctrl-C, SIGTERM, SIGHUP: ``_cli_stops``).
+1 anything else (a full disk, the memory limit, Ctrl-C, SIGTERM, SIGHUP: ``_stops``).
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def failure(exc: BaseException, args: argparse.Namespace) -> tuple[str, int]:
         return f"{args.out} exists; pass --overwrite to replace it", 2
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         return str(exc), 2
-    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a stop signal (``_cli_stops``)
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a stop signal (``_stops``)
         return f"{str(exc) or 'interrupted'}; nothing was written", 1
     if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
         return f"{type(exc).__name__}: {exc}{_disk_hint(args)}", 1

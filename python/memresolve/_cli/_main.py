@@ -1,5 +1,5 @@
 """The ``memresolve`` command: resolve JSON Lines files, the bundled story (``demo``), or a
-whole store file to file (``batch``, in ``_cli_batch``)."""
+whole store file to file (``batch``, in ``_batch``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memresolve._backend import backend_name
-from memresolve._cli import _batch as _cli_batch
-from memresolve._cli import _jobs as _cli_jobs
+from memresolve._cli import _batch, _jobs
 from memresolve._cli._stops import EXIT_BROKEN_PIPE, quiet_stdout, stop_signals
 from memresolve._cli._store_demo import run_store_demo
 from memresolve._engine import resolve
@@ -153,8 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--scene", help="the scene id")
     files.add_argument("--format", choices=("text", "json"), default="text")
     files.add_argument("--json", action="store_true", help="the same as --format json")
-    _cli_batch.add_parser(commands)
-    _cli_jobs.add_parsers(commands)
+    _batch.add_parser(commands)
+    _jobs.add_parsers(commands)
     return parser
 
 
@@ -200,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memresolve`` command; returns the exit status.
 
     0 done; 2 bad input or usage; 1 anything else, a stop by Ctrl-C, SIGTERM or SIGHUP
-    included; 141 when standard output's reader went away (``_cli_stops``)."""
+    included; 141 when standard output's reader went away (``_stops``)."""
     with stop_signals():
         try:
             status = _command(argv)
@@ -227,8 +226,8 @@ def _print_story_path(out: TextIO, err: TextIO) -> int:
 
 def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "batch" or args.command in _cli_jobs.COMMANDS:
-        run_job = _cli_batch.run if args.command == "batch" else _cli_jobs.run
+    if args.command == "batch" or args.command in _jobs.COMMANDS:
+        run_job = _batch.run if args.command == "batch" else _jobs.run
         return run_job(args, sys.stdout, sys.stderr)
     if args.command == "demo" and args.path:
         return _print_story_path(sys.stdout, sys.stderr)

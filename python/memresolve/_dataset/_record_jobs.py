@@ -1,5 +1,5 @@
 """The background jobs over files (``docs/spec.md`` §7.3): ``normalize_dataset`` here, and
-what it shares with ``forget_sweep_dataset`` (``_sweep_dataset``): Parquet in, Parquet out,
+what it shares with ``forget_sweep_dataset`` (``_sweep_job``): Parquet in, Parquet out,
 in bounded memory.
 
 Normalisation needs one join, ``supersedes`` to ``id``. Its records are split

@@ -4,7 +4,7 @@ Parquet out, in bounded memory.
 The sweep decides each record alone, given the tombstones: it reads the records batch by
 batch, checks them, and writes each batch's purges as it goes. It shares its start (the
 output's checks, the owned spill and partial output), its tombstones (read whole) and its
-summary with ``normalize_dataset`` (``_jobs_dataset``).
+summary with ``normalize_dataset`` (``_record_jobs``).
 """
 
 from __future__ import annotations

@@ -213,8 +213,9 @@ def forget_sweep(
         InvalidInputError: a record is not a ``MemoryRecord``, two share an id, or a
             tombstone is not one.
     """
+    rows = record_rows(records)  # records first: an error names them before the tombstones
     forgets = checked_tombstones(tombstones)
-    purged = purged_records(record_rows(records), forgets)
+    purged = purged_records(rows, forgets)
     purges = sorted(
         (Purge(record.id, record.key, scope_id(record.scope), cause) for record, cause in purged),
         key=lambda purge: purge.record_id,

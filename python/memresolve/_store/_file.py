@@ -17,7 +17,7 @@ What is left to do is kept in the file (the ``erasures`` row), set in the erasin
 transaction: counts of erasures committed, wiped, deleting rows and compacted. A crash
 at any point leaves the counts behind, and whichever store next opens the file, writes
 to it, or is asked to ``wipe()`` finishes it; a store also retries a wipe a read held
-back on a thread of its own until it succeeds (``_store_wiper``). What a store has
+back on a thread of its own until it succeeds (``_wiper``). What a store has
 finished is written to the file with its next write (or at open and close, if it can
 take the write lock without waiting), not in a transaction of its own: a finished
 erasure that is not yet recorded costs the next opener one checkpoint, not a wrong

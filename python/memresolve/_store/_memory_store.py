@@ -10,8 +10,8 @@ store, and is dropped whole when another connection has committed (SQLite's
 it sees one committed state, and the cache never mixes two.
 
 Forgetting erases: the transaction that stores a tombstone overwrites, in place, the
-text of every record it blocks (``_store_schema`` says why in place), and the store
-then empties the write-ahead log into the file (``_store_file``), so that no file of
+text of every record it blocks (``_schema`` says why in place), and the store
+then empties the write-ahead log into the file (``_file``), so that no file of
 the store holds the text when the call returns.
 """
 
@@ -92,7 +92,7 @@ def _guarded(
     method: Callable[Concatenate[MemoryStore, _P], _R],
 ) -> Callable[Concatenate[MemoryStore, _P], _R]:
     """A public method inside the contract: a closed store raises ``StoreClosedError``, and
-    SQLite's errors are raised as ``docs/errors.md`` states them (``_store_errors``)."""
+    SQLite's errors are raised as ``docs/errors.md`` states them (``_errors``)."""
 
     @functools.wraps(method)
     def call(self: MemoryStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -470,7 +470,7 @@ class MemoryStore:
 
     # -- asyncio ----------------------------------------------------------------
     # Each runs its synchronous twin on a worker thread: SQLite and the resolver
-    # never block the event loop (``_store_async`` says what cancelling one does).
+    # never block the event loop (``_async`` says what cancelling one does).
 
     aresolve = in_thread(resolve)
     aresolve_batch = in_thread(resolve_batch)

@@ -1,4 +1,4 @@
-"""Taking a ``MemoryStore`` file to the current schema (``_store_schema.SCHEMA_VERSION``).
+"""Taking a ``MemoryStore`` file to the current schema (``_schema.SCHEMA_VERSION``).
 
 A new file gets the current tables at once. An older one is taken a version at a time:
 ``STEPS[n]`` takes a file from version ``n`` to ``n + 1``. A step that moves rows leaves

@@ -19,7 +19,7 @@ never resized (an erasure overwrites a row in place with zero bytes of the same
 length, which SQLite writes over the old cell), and deleted only by ``erase_user``,
 whose compaction (a ``VACUUM``) then rewrites the whole file. See ``docs/store.md``.
 
-The schema version is SQLite's ``user_version``; ``_store_migrations`` takes a file to
+The schema version is SQLite's ``user_version``; ``_migrations`` takes a file to
 ``SCHEMA_VERSION``. A file written by a newer memresolve is refused, never guessed at.
 """
 

@@ -1,6 +1,6 @@
 """The SQL ``MemoryStore`` runs: lookups by many ids or scope ids at once (in chunks
 SQLite's parameter limit allows), and the statements that write records and erase them
-(``_store_schema`` says why the text is kept apart and only ever overwritten in place)."""
+(``_schema`` says why the text is kept apart and only ever overwritten in place)."""
 
 from __future__ import annotations
 
