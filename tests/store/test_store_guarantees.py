@@ -542,15 +542,9 @@ def test_a_wipe_a_read_held_back_finishes_in_the_background_without_another_call
     opened.close()
 
 
-@pytest.mark.parametrize("order", ["forget-then-erase", "erase-then-forget"])
-def test_regression_a_kept_record_erased_after_its_edge_was_dropped_retries_as_first_added(
-    tmp_path: Path, order: str
-) -> None:
-    """A kept record whose edge ``erase_user`` removed, and whose text a forget erased, is
-    judged by the hash of its public fields as first added (``docs/store.md``, retries),
-    whichever came first: a retry as first added is a no-op, and the record as the store
-    now shows it (no edge) is ``duplicate-id``. The erasure after the removal hashed the
-    edgeless row, so the retry as first added was refused and the edgeless one accepted."""
+def _shared_record_superseding_ada() -> tuple[mr.MemoryRecord, mr.MemoryRecord]:
+    """Ada's city, and a record of an unowned conversation (nobody's: erase_user keeps it)
+    that supersedes it."""
     ada_city = _record("RID-ada-city-0001", "Lisbon", key="home.city", scope=mr.UserScope("u-ada"))
     shared = _record(
         "shared-city",
@@ -560,6 +554,19 @@ def test_regression_a_kept_record_erased_after_its_edge_was_dropped_retries_as_f
         valid_from=_t(2),
         supersedes=ada_city.id,
     )
+    return ada_city, shared
+
+
+@pytest.mark.parametrize("order", ["forget-then-erase", "erase-then-forget"])
+def test_regression_a_kept_record_erased_after_its_edge_was_dropped_retries_as_first_added(
+    tmp_path: Path, order: str
+) -> None:
+    """A kept record whose edge ``erase_user`` removed, and whose text a forget erased, is
+    judged by the hash of its public fields as first added (``docs/store.md``, retries),
+    whichever came first: a retry as first added is a no-op, and the record as the store
+    now shows it (no edge) is ``duplicate-id``. The erasure after the removal hashed the
+    edgeless row, so the retry as first added was refused and the edgeless one accepted."""
+    ada_city, shared = _shared_record_superseding_ada()
     edgeless = mr.MemoryRecord.from_dict({**shared.to_dict(), "supersedes": None})
     with mr.MemoryStore(tmp_path / "m.db") as store:
         store.add([ada_city, shared])
@@ -617,15 +624,7 @@ def test_regression_erase_user_leaves_no_id_of_its_records_in_a_kept_record(
     erased user; its ``supersedes`` kept that id in the file. The edge is dropped (it named
     nothing any more), and a retry of the kept record as first added is still a no-op."""
     path = tmp_path / "m.db"
-    ada_city = _record("RID-ada-city-0001", "Lisbon", key="home.city", scope=mr.UserScope("u-ada"))
-    shared = _record(
-        "shared-city",
-        "Porto",
-        key="home.city",
-        scope=mr.ConversationScope("k-shared"),
-        valid_from=_t(2),
-        supersedes=ada_city.id,
-    )
+    ada_city, shared = _shared_record_superseding_ada()
     with mr.MemoryStore(path) as store:
         store.add([ada_city, shared])
         assert store.erase_user("u-ada") == mr.ErasedUser(records=1, tombstones=0)

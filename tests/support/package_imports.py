@@ -93,18 +93,19 @@ def _base(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return base
 
 
-def imported(path: Path, module: str, *, type_only: bool) -> Iterator[tuple[str, str, str]]:
-    """(module imported from, name, local name) of every import of the package in ``path``:
+def imported(
+    tree: ast.Module, module: str, is_package: bool, *, type_only: bool
+) -> Iterator[tuple[str, str, str]]:
+    """(module imported from, name, local name) of every import of the package in ``tree``:
     at the top, inside functions (a deferred import is still a dependency), and, with
     ``type_only``, under ``if TYPE_CHECKING:`` too. ``import memresolve.x as y`` gives
     ``("memresolve.x", "", "y")``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     hidden = set() if type_only else _type_only(tree)
     for node in ast.walk(tree):
         if id(node) in hidden:
             continue
         if isinstance(node, ast.ImportFrom):
-            base = _base(node, module, path.name == "__init__.py")
+            base = _base(node, module, is_package)
             if base == "memresolve" or base.startswith("memresolve."):
                 for alias in node.names:
                     yield base, alias.name, alias.asname or alias.name
@@ -126,7 +127,8 @@ def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in found.items():
         targets = set()
-        for source, name, _ in imported(path, module, type_only=False):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for source, name, _ in imported(tree, module, path.name == "__init__.py", type_only=False):
             full = f"{source}.{name}"
             target = full if name and _is_module(full, found, package) else source
             # Importing from a parent package is not a cycle: the parent is already importing.
@@ -202,13 +204,16 @@ def wing_rule_breaks(package: Path = PACKAGE) -> list[str]:
             continue
         # Local names bound to another wing's face, or to what it hands on.
         through_faces: set[str] = set()
-        for source, name, local in imported(path, module, type_only=True):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for source, name, local in imported(
+            tree, module, path.name == "__init__.py", type_only=True
+        ):
             full = f"{source}.{name}"
             target = full if name and _is_module(full, found, package) else source
             breaks += _import_breaks(module, source, name, target, package)
             if wing(target) not in (None, wing(module)):
                 through_faces.add(local)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
