@@ -80,7 +80,7 @@ def main() -> None:
     forgets, erased = [], 0
     for user, key, _ in users[: args.forgets]:
         started = time.perf_counter()
-        erased += len(store.forget(key, mr.UserScope(user), forgotten_at=at))
+        erased += len(store.forget(key, mr.UserScope(user), at=at))
         forgets.append(time.perf_counter() - started)
     everywhere = []
     for user, key, conversation in users[args.forgets : 2 * args.forgets]:

@@ -152,8 +152,8 @@ fn candidates(work: &Workload) -> CandidateSet<'_> {
 const CONTEXT: Context<'static> = Context {
     now: NOW,
     user_id: "u-1",
-    character_id: "c-1",
-    conversation_id: "k-1",
+    character_id: Some("c-1"),
+    conversation_id: Some("k-1"),
     scene_id: Some("s-1"),
 };
 

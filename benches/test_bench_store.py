@@ -43,7 +43,7 @@ def _store(
         store.forget(
             t.key,
             t.scope,
-            forgotten_at=t.forgotten_at,
+            at=t.forgotten_at,
             blocks_sources_before=t.blocks_sources_before,
         )
     return store
@@ -56,6 +56,8 @@ def _turn(way: str, size: int, directory: Path, *, in_scope: bool = False) -> Ca
         arguments, tombstones = record_arguments(size, seed=size)
     records = build(arguments)
     if way == "tutorial":
+        # The tutorial's contexts always name a character and a conversation.
+        assert CONTEXT.character_id is not None and CONTEXT.conversation_id is not None  # noqa: PT018
         context = Context(
             CONTEXT.now,
             CONTEXT.user_id,
@@ -153,9 +155,7 @@ def test_turn_with_a_forget(
 
     def turn() -> mr.Resolution:
         n = next(turns)
-        store.forget(
-            f"slot.{n % keys}", IN_SCOPE[n // keys], forgotten_at=CONTEXT.now - timedelta(days=1)
-        )
+        store.forget(f"slot.{n % keys}", IN_SCOPE[n // keys], at=CONTEXT.now - timedelta(days=1))
         forgotten.append(n)
         return store.resolve(CONTEXT)
 

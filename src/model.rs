@@ -10,7 +10,7 @@
 
 /// Version of the resolution contract (`docs/spec.md`) this crate implements.
 /// Written into every trace, so it must be identical in both implementations.
-pub const RESOLVER_VERSION: &str = "memresolve-spec-2";
+pub const RESOLVER_VERSION: &str = "memresolve-spec-3";
 
 /// A name that belongs to no entry of a vocabulary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +114,9 @@ vocabulary! {
         Superseded = "superseded",
         Expired = "expired",
         Forgotten = "forgotten",
+        /// Written by a retraction ("that is no longer true"): never active,
+        /// and, like every status but `expired`, it bears its edge.
+        Retracted = "retracted",
     }
 }
 

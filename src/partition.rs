@@ -101,10 +101,14 @@ impl ConversationParts {
         std::hash::BuildHasher::hash_one(&state, conversation_id)
     }
 
-    /// Notes that a context of `user_id` names `conversation_id`; returns the
+    /// Notes that a context of `user_id` names `conversation_id` (if any: a
+    /// context without a conversation sees no unowned scope); returns the
     /// context's part.
-    pub fn add_context(&mut self, user_id: &str, conversation_id: &str) -> u32 {
+    pub fn add_context(&mut self, user_id: &str, conversation_id: Option<&str>) -> u32 {
         let part = self.partitioner.part_of_user(user_id);
+        let Some(conversation_id) = conversation_id else {
+            return part;
+        };
         let key = Self::key(conversation_id);
         match self.first.get(&key) {
             None => {
@@ -220,9 +224,9 @@ mod tests {
     fn each_scope_goes_to_its_owners_parts() {
         let partitioner = Partitioner::new(16, 7);
         let mut conversations = ConversationParts::new(partitioner);
-        let ada = conversations.add_context("u-ada", "conv-1");
-        let bob = conversations.add_context("u-bob", "conv-1");
-        conversations.add_context("u-ada", "conv-1");
+        let ada = conversations.add_context("u-ada", Some("conv-1"));
+        let bob = conversations.add_context("u-bob", Some("conv-1"));
+        conversations.add_context("u-ada", Some("conv-1"));
         let routed = |scope: ScopeRef<'_>| {
             let mut parts = Vec::new();
             conversations.route(&scope, |part| parts.push(part));

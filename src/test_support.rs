@@ -40,8 +40,8 @@ pub(crate) fn contexts(
                     out.push(Context {
                         now,
                         user_id,
-                        character_id,
-                        conversation_id: "k",
+                        character_id: Some(character_id),
+                        conversation_id: Some("k"),
                         scene_id,
                     });
                 }

@@ -110,7 +110,9 @@ def scope_matches(scope: Scope, context: RetrievalContext) -> bool:
     """Whether a record in ``scope`` is visible in ``context`` (``docs/spec.md`` §1.1).
 
     An owned conversation or scene scope is visible only to its owner's
-    contexts: it fails closed across users.
+    contexts: it fails closed across users. A context without a character
+    (conversation, scene) sees no character (conversation, scene) scope: a
+    scope's ids are never None, so they never equal a missing one.
     """
     match scope:
         case UserScope(user_id=user_id):
@@ -140,14 +142,14 @@ def in_validity_interval(record: MemoryRecord, now: datetime) -> bool:
 
 
 def excluded_by_status_or_time(record: MemoryRecord, now: datetime) -> bool:
-    """Outside its interval, or stored as ``superseded`` or ``expired``.
+    """Outside its interval, or stored as ``superseded``, ``expired`` or ``retracted``.
 
     Expiry is computed from the interval, so a stored status that a background
     worker has not normalised yet does not matter.
     """
     if not in_validity_interval(record, now):
         return True
-    return record.status in (Status.SUPERSEDED, Status.EXPIRED)
+    return record.status in (Status.SUPERSEDED, Status.EXPIRED, Status.RETRACTED)
 
 
 # Stage 3: forgetting ----------------------------------------------------------------------

@@ -140,6 +140,18 @@ impl<'t> Table<'t> {
         Ok(texts)
     }
 
+    /// A string column that must exist but may hold nulls (a context's
+    /// `character_id`: a table without the column is more likely a mistake
+    /// than a table of profile pages).
+    pub(super) fn nullable_texts(
+        &self,
+        column: &str,
+        nonempty: bool,
+    ) -> Checked<Vec<Option<&'t str>>> {
+        self.check_text_type(column)?;
+        self.optional_texts(column, nonempty)
+    }
+
     /// A column of vocabulary names (`status`, `scope_kind`...): each row's entry.
     pub(super) fn vocabulary<V: Vocabulary>(&self, column: &str) -> Checked<Vec<V>> {
         let text_column = self.text_column(column)?;

@@ -14,9 +14,22 @@ pub fn read_contexts<'t>(table: &Table<'t>) -> Checked<(Vec<&'t str>, Vec<Contex
     let context_ids = table.required_texts("context_id", false)?;
     let now = table.required_instants("now")?;
     let users = table.required_texts("user_id", true)?;
-    let characters = table.required_texts("character_id", true)?;
-    let conversations = table.required_texts("conversation_id", true)?;
+    let characters = table.nullable_texts("character_id", true)?;
+    let conversations = table.nullable_texts("conversation_id", true)?;
     let scenes = table.optional_texts("scene_id", true)?;
+    // A scene belongs to one conversation (`docs/spec.md` §1.4).
+    if let Some(row) = scenes
+        .iter()
+        .zip(&conversations)
+        .position(|(scene, conversation)| scene.is_some() && conversation.is_none())
+    {
+        return Err(table.fail(
+            "scene_id",
+            ErrorKind::Inconsistent,
+            "names a scene but conversation_id is null (a scene belongs to one conversation)",
+            Some(row),
+        ));
+    }
     let contexts = now
         .into_iter()
         .zip(users)

@@ -505,3 +505,52 @@ fn an_id_the_kind_does_not_use_is_inconsistent() {
         (ErrorKind::Inconsistent, "character_id", Some(1))
     );
 }
+
+#[test]
+fn context_ids_may_be_null_but_a_scene_needs_its_conversation() {
+    let columns = |conversations: &[Option<&str>]| {
+        vec![
+            ("context_id", strings(&[Some("a"), Some("b")])),
+            ("now", instants(&[Some(1), Some(2)])),
+            ("user_id", strings(&[Some("u"), Some("u")])),
+            ("character_id", strings(&[None, Some("c")])),
+            ("conversation_id", strings(conversations)),
+            ("scene_id", strings(&[None, Some("s")])),
+        ]
+    };
+    let batches = [batch(columns(&[None, Some("k")]))];
+    let table = Table::new("contexts", batches[0].schema(), &batches);
+    match read_contexts(&table) {
+        Ok((_, read)) => assert_eq!(
+            read.iter()
+                .map(|c| (c.character_id, c.conversation_id))
+                .collect::<Vec<_>>(),
+            [(None, None), (Some("c"), Some("k"))]
+        ),
+        Err(error) => panic!("{error}"),
+    }
+    let batches = [batch(columns(&[None, None]))];
+    let table = Table::new("contexts", batches[0].schema(), &batches);
+    match read_contexts(&table) {
+        Err(error) => assert_eq!(
+            (error.kind, error.field.as_str(), error.row),
+            (ErrorKind::Inconsistent, "scene_id", Some(1))
+        ),
+        Ok(_) => panic!("a scene without a conversation was accepted"),
+    }
+    // The columns must still exist: a table without them is likelier a mistake.
+    let batches = [batch(
+        columns(&[None, None])
+            .into_iter()
+            .filter(|(name, _)| *name != "character_id")
+            .collect(),
+    )];
+    let table = Table::new("contexts", batches[0].schema(), &batches);
+    match read_contexts(&table) {
+        Err(error) => assert_eq!(
+            (error.kind, error.field.as_str()),
+            (ErrorKind::MissingColumn, "character_id")
+        ),
+        Ok(_) => panic!("a contexts table without character_id was accepted"),
+    }
+}

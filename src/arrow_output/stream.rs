@@ -356,8 +356,8 @@ mod tests {
                 contexts.push(Context {
                     now: 10,
                     user_id,
-                    character_id: "c",
-                    conversation_id: leak(format!("k{user}-{n}")),
+                    character_id: Some("c"),
+                    conversation_id: Some(leak(format!("k{user}-{n}"))),
                     scene_id: None,
                 });
             }

@@ -108,8 +108,8 @@ mod tests {
         Context {
             now: 0,
             user_id,
-            character_id: "c",
-            conversation_id: "k",
+            character_id: Some("c"),
+            conversation_id: Some("k"),
             scene_id: None,
         }
     }

@@ -8,8 +8,8 @@ fn context(user: &'static str, conversation: &'static str) -> Context<'static> {
     Context {
         now: 10,
         user_id: user,
-        character_id: "c",
-        conversation_id: conversation,
+        character_id: Some("c"),
+        conversation_id: Some(conversation),
         scene_id: None,
     }
 }

@@ -92,7 +92,7 @@ fn an_expiring_or_future_correction_never_normalises() {
 
 #[test]
 fn a_forgotten_or_superseded_correction_still_normalises() {
-    for status in [Status::Forgotten, Status::Superseded] {
+    for status in [Status::Forgotten, Status::Superseded, Status::Retracted] {
         let old = record("m1", ScopeRef::user("u"));
         let new = Record {
             status,
@@ -100,6 +100,35 @@ fn a_forgotten_or_superseded_correction_still_normalises() {
         };
         assert_eq!(changes(&[old, new], &[]), [pair("m1", Status::Superseded)]);
     }
+}
+
+#[test]
+fn a_retraction_is_never_rewritten_and_retracts_from_its_start() {
+    // A retraction (stored `retracted`) is never `active`, so no rule writes
+    // over it; its edge hides the record once it has started, not before.
+    let old = record("m1", ScopeRef::user("u"));
+    let started = Record {
+        status: Status::Retracted,
+        ..correction("m2", ScopeRef::user("u"), "m1")
+    };
+    assert_eq!(
+        changes(&[old, started], &[]),
+        [pair("m1", Status::Superseded)]
+    );
+    let later = Record {
+        valid_from: NOW + 1,
+        ..started
+    };
+    assert_eq!(changes(&[old, later], &[]), []);
+    let blocked = Tombstone {
+        key: "pet",
+        scope: ScopeRef::user("u"),
+        blocks_sources_before: NOW,
+    };
+    assert_eq!(
+        changes(&[old, started], &[blocked]),
+        [pair("m1", Status::Forgotten)]
+    );
 }
 
 #[test]

@@ -36,7 +36,7 @@ pub(crate) use fields::Field;
 /// Everything looked up in the `memresolve` package, once.
 pub(crate) struct Package {
     /// `Status` members in code order.
-    pub statuses: [Py<PyAny>; 4],
+    pub statuses: [Py<PyAny>; 5],
     /// `Authority` members in code order.
     pub authorities: [Py<PyAny>; 4],
     /// `UserScope`, `CharacterScope`, `ConversationScope`, `SceneScope`: kind order.
@@ -86,14 +86,14 @@ fn record_defaults(records: &Bound<'_, PyModule>) -> PyResult<Vec<Option<Py<PyAn
         .collect()
 }
 
-fn members(module: &Bound<'_, PyModule>, name: &str) -> PyResult<[Py<PyAny>; 4]> {
-    let mut found = Vec::with_capacity(4);
+fn members<const N: usize>(module: &Bound<'_, PyModule>, name: &str) -> PyResult<[Py<PyAny>; N]> {
+    let mut found = Vec::with_capacity(N);
     for member in module.getattr(name)?.try_iter()? {
         found.push(member?.unbind());
     }
     found.try_into().map_err(|_| {
         super::InternalError::new_err(format!(
-            "memresolve._model._types.{name} does not have 4 members"
+            "memresolve._model._types.{name} does not have {N} members"
         ))
     })
 }

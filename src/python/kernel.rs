@@ -43,29 +43,36 @@ fn text(object: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> PyResult<Strin
         .to_owned())
 }
 
+/// The `str` or `None` attribute `name` of `object`, owned.
+fn optional_text(
+    object: &Bound<'_, PyAny>,
+    name: &Bound<'_, PyString>,
+) -> PyResult<Option<String>> {
+    let value = object.getattr(name)?;
+    if value.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(value.cast::<PyString>()?.to_str()?.to_owned()))
+}
+
 /// The context's fields, owned (it is one object per call).
 struct OwnedContext {
     now: i64,
     user_id: String,
-    character_id: String,
-    conversation_id: String,
+    character_id: Option<String>,
+    conversation_id: Option<String>,
     scene_id: Option<String>,
 }
 
 impl OwnedContext {
     fn read(package: &Package, context: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = context.py();
-        let scene = context.getattr(intern!(py, "scene_id"))?;
         Ok(Self {
             now: instant(package, &context.getattr(intern!(py, "now"))?)?,
             user_id: text(context, intern!(py, "user_id"))?,
-            character_id: text(context, intern!(py, "character_id"))?,
-            conversation_id: text(context, intern!(py, "conversation_id"))?,
-            scene_id: if scene.is_none() {
-                None
-            } else {
-                Some(scene.cast::<PyString>()?.to_str()?.to_owned())
-            },
+            character_id: optional_text(context, intern!(py, "character_id"))?,
+            conversation_id: optional_text(context, intern!(py, "conversation_id"))?,
+            scene_id: optional_text(context, intern!(py, "scene_id"))?,
         })
     }
 
@@ -73,8 +80,8 @@ impl OwnedContext {
         Context {
             now: self.now,
             user_id: &self.user_id,
-            character_id: &self.character_id,
-            conversation_id: &self.conversation_id,
+            character_id: self.character_id.as_deref(),
+            conversation_id: self.conversation_id.as_deref(),
             scene_id: self.scene_id.as_deref(),
         }
     }

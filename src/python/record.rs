@@ -193,7 +193,7 @@ impl<'py> Checker<'py> {
         &self,
         field: &str,
         value: &Bound<'py, PyAny>,
-        members: &'static [Py<PyAny>; 4],
+        members: &'static [Py<PyAny>],
         names: &[&str],
     ) -> PyResult<(Bound<'py, PyAny>, usize)> {
         let find = |value: &Bound<'py, PyAny>| members.iter().position(|member| value.is(member));

@@ -388,23 +388,29 @@ const PARALLEL_FROM: usize = 100_000;
 pub struct Context<'a> {
     pub now: i64,
     pub user_id: &'a str,
-    pub character_id: &'a str,
-    pub conversation_id: &'a str,
+    /// `None`: the context sees no character scope (a profile page's context).
+    pub character_id: Option<&'a str>,
+    /// `None`: the context sees no conversation scope, and has no scene.
+    pub conversation_id: Option<&'a str>,
     pub scene_id: Option<&'a str>,
 }
 
 impl<'a> Context<'a> {
-    /// The context's scope of `slot` (`None`: a scene slot without a current
-    /// scene). Every in-scope record has exactly its slot's scope.
+    /// The context's scope of `slot` (`None`: a slot whose ids the context
+    /// lacks, such as a scene slot without a current scene). Every in-scope
+    /// record has exactly its slot's scope.
     #[must_use]
     pub fn scope_of(&self, slot: Slot) -> Option<ScopeRef<'a>> {
         let unowned = match slot.kind {
             ScopeKind::User => Some(ScopeRef::user(self.user_id)),
-            ScopeKind::Character => Some(ScopeRef::character(self.user_id, self.character_id)),
-            ScopeKind::Conversation => Some(ScopeRef::conversation(self.conversation_id)),
+            ScopeKind::Character => self
+                .character_id
+                .map(|character_id| ScopeRef::character(self.user_id, character_id)),
+            ScopeKind::Conversation => self.conversation_id.map(ScopeRef::conversation),
             ScopeKind::Scene => self
-                .scene_id
-                .map(|scene_id| ScopeRef::scene(self.conversation_id, scene_id)),
+                .conversation_id
+                .zip(self.scene_id)
+                .map(|(conversation_id, scene_id)| ScopeRef::scene(conversation_id, scene_id)),
         }?;
         match (slot.owned, slot.kind.owner_column()) {
             (false, _) => Some(unowned),

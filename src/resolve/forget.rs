@@ -125,8 +125,8 @@ mod tests {
         Context {
             now: 0,
             user_id,
-            character_id,
-            conversation_id: "k",
+            character_id: Some(character_id),
+            conversation_id: Some("k"),
             scene_id: None,
         }
     }

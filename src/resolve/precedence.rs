@@ -174,8 +174,8 @@ mod tests {
         let context = Context {
             now: 0,
             user_id: "u",
-            character_id: "c",
-            conversation_id: "k",
+            character_id: Some("c"),
+            conversation_id: Some("k"),
             scene_id: None,
         };
         let index = TombstoneIndex::default();

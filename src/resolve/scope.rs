@@ -12,18 +12,18 @@ pub fn matches(scope: &ScopeRef<'_>, context: &Context<'_>) -> bool {
     match scope.kind {
         // User and character scopes have no owner: their user is an id.
         ScopeKind::User => scope.owner.is_none() && scope.first == context.user_id,
+        // A context without a character (conversation, scene) sees no
+        // character (conversation, scene) records.
         ScopeKind::Character => {
             scope.owner.is_none()
                 && scope.first == context.user_id
-                && scope.second == context.character_id
+                && context.character_id == Some(scope.second)
         }
-        ScopeKind::Conversation => owner_sees && scope.first == context.conversation_id,
-        // A context with no current scene sees no scene's records.
+        ScopeKind::Conversation => owner_sees && context.conversation_id == Some(scope.first),
         ScopeKind::Scene => {
             owner_sees
-                && context.scene_id.is_some_and(|scene_id| {
-                    scope.first == context.conversation_id && scope.second == scene_id
-                })
+                && context.conversation_id == Some(scope.first)
+                && context.scene_id == Some(scope.second)
         }
     }
 }
@@ -36,8 +36,8 @@ mod tests {
         Context {
             now: 0,
             user_id: "u1",
-            character_id: "c1",
-            conversation_id: "k1",
+            character_id: Some("c1"),
+            conversation_id: Some("k1"),
             scene_id,
         }
     }
@@ -82,11 +82,54 @@ mod tests {
     }
 
     #[test]
+    fn a_context_without_character_or_conversation_sees_neither() {
+        let profile = Context {
+            character_id: None,
+            conversation_id: None,
+            ..context(None)
+        };
+        assert!(matches(&ScopeRef::user("u1"), &profile));
+        assert!(!matches(&ScopeRef::character("u1", "c1"), &profile));
+        assert!(!matches(&ScopeRef::conversation("k1"), &profile));
+        assert!(!matches(
+            &ScopeRef::conversation("k1").owned_by("u1"),
+            &profile
+        ));
+        let no_character = Context {
+            character_id: None,
+            ..context(Some("s1"))
+        };
+        assert!(!matches(&ScopeRef::character("u1", "c1"), &no_character));
+        assert!(matches(&ScopeRef::conversation("k1"), &no_character));
+        assert!(matches(
+            &ScopeRef::scene("k1", "s1").owned_by("u1"),
+            &no_character
+        ));
+        // The slots agree with the matching rule: no scope where no id is.
+        for scope in [
+            ScopeRef::character("u1", "c1"),
+            ScopeRef::conversation("k1"),
+            ScopeRef::conversation("k1").owned_by("u1"),
+            ScopeRef::scene("k1", "s1"),
+        ] {
+            assert_eq!(profile.scope_of(scope.slot()), None);
+        }
+        assert_eq!(
+            profile.scope_of(ScopeRef::user("u1").slot()),
+            Some(ScopeRef::user("u1"))
+        );
+        assert_eq!(
+            no_character.scope_of(ScopeRef::character("u1", "c1").slot()),
+            None
+        );
+    }
+
+    #[test]
     fn a_user_id_is_not_a_character_id() {
         // The tutorial's joined strings let "a:b"+"c" meet "a"+"b:c"; fields never do.
         let ctx = Context {
             user_id: "a",
-            character_id: "b:c",
+            character_id: Some("b:c"),
             ..context(None)
         };
         assert!(!matches(&ScopeRef::character("a:b", "c"), &ctx));

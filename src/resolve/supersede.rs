@@ -65,6 +65,7 @@ mod tests {
         assert!(bears_edge(true, Status::Active));
         assert!(bears_edge(true, Status::Superseded));
         assert!(bears_edge(true, Status::Forgotten));
+        assert!(bears_edge(true, Status::Retracted));
         assert!(!bears_edge(true, Status::Expired));
         assert!(!bears_edge(false, Status::Active));
     }

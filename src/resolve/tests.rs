@@ -10,8 +10,8 @@ fn context() -> Context<'static> {
     Context {
         now: NOW,
         user_id: "u1",
-        character_id: "c1",
-        conversation_id: "k1",
+        character_id: Some("c1"),
+        conversation_id: Some("k1"),
         scene_id: Some("s1"),
     }
 }

@@ -1,5 +1,5 @@
 //! Stage 2, `status-or-time`: outside the validity interval, or stored as
-//! `superseded` or `expired`.
+//! `superseded`, `expired` or `retracted`.
 
 use crate::model::Status;
 
@@ -12,7 +12,11 @@ pub fn in_validity_interval(valid_from: i64, valid_until: Option<i64>, now: i64)
 /// Stage 2's test, given the interval test already computed.
 #[must_use]
 pub fn excluded_by_status_or_time(in_interval: bool, status: Status) -> bool {
-    !in_interval || matches!(status, Status::Superseded | Status::Expired)
+    !in_interval
+        || matches!(
+            status,
+            Status::Superseded | Status::Expired | Status::Retracted
+        )
 }
 
 #[cfg(test)]
@@ -48,6 +52,7 @@ mod tests {
         assert!(!excluded_by_status_or_time(true, Status::Forgotten));
         assert!(excluded_by_status_or_time(true, Status::Superseded));
         assert!(excluded_by_status_or_time(true, Status::Expired));
+        assert!(excluded_by_status_or_time(true, Status::Retracted));
         assert!(excluded_by_status_or_time(false, Status::Active));
     }
 }

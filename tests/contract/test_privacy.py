@@ -103,7 +103,7 @@ def test_reprs_traces_and_logs_never_hold_the_canary(caplog: pytest.LogCaptureFi
     ]
     with mr.MemoryStore() as store:
         store.add(RECORDS)
-        store.forget("pet.name", USER, forgotten_at=datetime(2026, 7, 20, tzinfo=UTC))
+        store.forget("pet.name", USER, at=datetime(2026, 7, 20, tzinfo=UTC))
         shown += [
             repr(store),
             repr(store.explain("m1", CONTEXT)),

@@ -411,12 +411,14 @@ def _all_scopes() -> list[mr.Scope]:
 
 def test_cover_is_exactly_context_inclusion() -> None:
     """``covers(b, t)`` iff every context that sees ``t`` sees ``b``, over every context of
-    a small universe (each scope is seen by some of them)."""
+    a small universe (each scope is seen by some of them), contexts without a character or
+    a conversation included: cover still holds because a scene needs its conversation."""
     contexts = [
         mr.RetrievalContext(now=NOW, user_id=u, character_id=c, conversation_id=k, scene_id=s)
         for u, c, k, s in itertools.product(
-            ("u", "v", "w"), ("c", "d"), ("k", "j"), (None, "s", "t")
+            ("u", "v", "w"), (None, "c", "d"), (None, "k", "j"), (None, "s", "t")
         )
+        if k is not None or s is None
     ]
     for bearer, target in itertools.product(_all_scopes(), repeat=2):
         seeing = [c for c in contexts if reference.scope_matches(target, c)]

@@ -299,7 +299,19 @@ def test_records_and_tombstones_may_be_any_iterable(resolve: Resolve) -> None:
 )
 def test_certainty(authority: str, confidence: float, certainty: mr.Certainty) -> None:
     memory = mr.to_prompt_memory(record("m", authority=authority, confidence=confidence))
-    assert memory == mr.PromptMemory("pet.name", "value of m", certainty, ADA)
+    assert memory == mr.PromptMemory("pet.name", "value of m", certainty, ADA, "m")
+
+
+def test_a_prompt_memory_carries_its_winners_id_for_the_application(resolve: Resolve) -> None:
+    old = record("m1")
+    result = resolve([old, old.corrected("Marlowe", at=day(2), id="m2")], context())
+    (memory,) = result.prompt_memories()
+    assert memory.record_id == "m2"
+    assert "m2" not in repr(memory).replace("record_id='m2'", "")  # only as its own field
+    # Built by hand with four fields, as before: no id, and not equal to the projection.
+    by_hand = mr.PromptMemory(memory.key, memory.value, memory.certainty, memory.scope)
+    assert by_hand.record_id is None
+    assert by_hand != memory
 
 
 def test_prompt_memories_follow_active_order(resolve: Resolve) -> None:

@@ -120,8 +120,8 @@ def test_a_new_tombstone_never_adds_a_winner_it_did_not_uncover(
     users = (scenario.context.user_id,)
     universe = Universe(
         users,
-        (scenario.context.character_id,),
-        (scenario.context.conversation_id,),
+        (scenario.context.character_id or "c",),
+        (scenario.context.conversation_id or "k",),
         (scenario.context.scene_id or "s",),
         keys,
     )

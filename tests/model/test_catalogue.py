@@ -780,20 +780,17 @@ def test_C4_another_conversation_is_out_of_scope() -> None:
 
 
 def test_C5_a_context_missing_an_id_is_missing_it() -> None:
-    for field in ("user_id", "character_id", "conversation_id", "now"):
-        fields: dict[str, Any] = {
-            "now": NOW,
-            "user_id": "u",
-            "character_id": "c",
-            "conversation_id": "k",
-        }
+    for field in ("user_id", "now"):
+        fields: dict[str, Any] = {"now": NOW, "user_id": "u"}
         del fields[field]
         with pytest.raises(mr.InvalidInputError) as caught:
             mr.RetrievalContext(**fields)
         assert (caught.value.kind, caught.value.field) == (K.MISSING, field)
         line = json.dumps(fields | ({"now": NOW.isoformat()} if field != "now" else {}))
         assert reject_json_lines(line, what="contexts")[:2] == (K.MISSING, field)
-        contexts = mr.contexts_to_arrow([("turn", context())])
+    # Arrow tables keep every id column: a table without one is likelier a mistake.
+    contexts = mr.contexts_to_arrow([("turn", context())])
+    for field in ("user_id", "character_id", "conversation_id", "now"):
         assert reject_arrow(_table(), contexts=contexts.drop_columns([field]))[:2] == (
             K.MISSING_COLUMN,
             field,
@@ -818,6 +815,46 @@ def test_C7_no_winner_is_outside_its_contexts_scopes(store: Store) -> None:
 
 
 # 4.6 Identity and supersession graph --------------------------------------------------------
+
+
+def test_C8_a_context_without_character_or_conversation_sees_neither() -> None:
+    scopes = [
+        mr.UserScope("u-ada"),
+        mr.CharacterScope("u-ada", "c-rowan"),
+        HARBOR_NIGHTS,
+        mr.ConversationScope("k-harbor-nights", user_id="u-ada"),
+        RAINCOAT_SCENE,
+    ]
+    records = [record(f"m{n}", key=f"k{n}", scope=scope) for n, scope in enumerate(scopes)]
+    profile = context(character_id=None, conversation_id=None, scene_id=None)
+    assert profile.scopes() == (mr.UserScope("u-ada"),)
+    assert decide(records, profile).active == ("m0",)
+    no_character = context(character_id=None, scene_id=None)
+    assert sorted(decide(records, no_character).active) == ["m0", "m2", "m3"]
+    # Forgetting everywhere such a context sees forgets the user scope only.
+    tombstones = mr.forget_everywhere("k0", profile, at=NOW)
+    assert [t.scope for t in tombstones] == [mr.UserScope("u-ada")]
+    everything = context()
+    assert sorted(decide(records, everything, tombstones).active) == ["m1", "m2", "m3", "m4"]
+
+
+def test_C9_a_scene_without_its_conversation_is_inconsistent() -> None:
+    with pytest.raises(mr.InvalidInputError) as caught:
+        context(conversation_id=None)
+    assert (caught.value.kind, caught.value.field) == (K.INCONSISTENT, "scene_id")
+    line = json.dumps({"now": NOW.isoformat(), "user_id": "u", "scene_id": "s"})
+    assert reject_json_lines(line, what="contexts")[:2] == (K.INCONSISTENT, "scene_id")
+    contexts = pa.table(
+        {
+            "context_id": ["a", "b"],
+            "now": pa.array([NOW, NOW], pa.timestamp("us", "UTC")),
+            "user_id": ["u", "u"],
+            "character_id": pa.array([None, None], pa.string()),
+            "conversation_id": pa.array(["k", None], pa.string()),
+            "scene_id": ["s", "s"],
+        }
+    )
+    assert reject_arrow(_table(), contexts=contexts)[:3] == (K.INCONSISTENT, "scene_id", 1)
 
 
 def test_G1_a_repeated_id_with_other_content_is_a_duplicate_id() -> None:
@@ -1252,7 +1289,7 @@ def _catalogue_rows() -> dict[str, str]:
 
 def test_every_row_of_the_catalogue_has_its_test() -> None:
     rows = _catalogue_rows()
-    assert len(rows) == 106
+    assert len(rows) == 108
     sources = {
         str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
         for folder in ("tests", "benches")
@@ -1267,7 +1304,7 @@ def test_every_row_of_the_catalogue_has_its_test() -> None:
         for file, function in named:
             assert f"def {function}(" in sources[file], (row, file, function)
         covered += 1
-    claimed = re.search(r"Coverage: (\d+) of 106 rows", _CATALOGUE.read_text(encoding="utf-8"))
+    claimed = re.search(r"Coverage: (\d+) of 108 rows", _CATALOGUE.read_text(encoding="utf-8"))
     assert claimed is not None
     assert covered == int(claimed[1])
 

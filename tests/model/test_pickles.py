@@ -3,6 +3,7 @@ pickles load back equal: moving a private module must never strand a user's save
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import pickletools
 from pathlib import Path
@@ -40,12 +41,27 @@ def test_the_released_pickle_names_the_flat_layout_private_paths() -> None:
     } <= _modules_named(RELEASED.read_bytes())
 
 
+def _as_released(name: str, value: object) -> object:
+    """Today's ``value`` as 0.1 pickled it: since then a trace names the contract it was
+    answered under (``memresolve-spec-3``), a ``PromptMemory`` carries its record id, and
+    ``Status`` has ``retracted``."""
+    if name == "trace":
+        return dataclasses.replace(value, resolver_version="memresolve-spec-2")  # type: ignore[type-var]
+    if name == "resolution":
+        return mr.Resolution(value.active, value.excluded, _as_released("trace", value.trace))  # type: ignore[attr-defined, arg-type]
+    if name == "enums":  # the statuses added since
+        return [member for member in value if member is not mr.Status.RETRACTED]  # type: ignore[attr-defined]
+    if name == "prompt":
+        return tuple(dataclasses.replace(memory, record_id=None) for memory in value)  # type: ignore[attr-defined]
+    return value
+
+
 def test_values_pickled_by_the_previous_release_load_equal_to_todays() -> None:
     loaded = pickle.loads(RELEASED.read_bytes())
     for name, value in in_memory_values().items():
         if name.endswith("error"):
             continue
-        assert loaded[name] == value, name
+        assert loaded[name] == _as_released(name, value), name
         assert type(loaded[name]) is type(value), name
     assert all(member is mr.Status.ACTIVE for member in loaded["enums"][:1])
     assert [record.value for record in loaded["records"]][:2] == ["Harbor", "Marlowe"]

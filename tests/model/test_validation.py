@@ -167,7 +167,8 @@ def test_bad_scope_ids_are_rejected(scope_type: Any, args: tuple[Any, ...], fiel
         ("now", None),
         ("now", "2026-07-30"),
         ("user_id", ""),
-        ("character_id", None),
+        ("character_id", ""),
+        ("user_id", None),
         ("conversation_id", "\ud800"),
         ("scene_id", ""),
         ("scene_id", 1),
@@ -405,7 +406,7 @@ def test_a_tombstone_bound_defaults_to_the_forget_and_may_not_follow_it() -> Non
     ("build", "arguments", "expected"),
     [
         (mr.RetrievalContext, {}, (K.MISSING, "now")),
-        (mr.RetrievalContext, {"now": day(1), "user_id": "u"}, (K.MISSING, "character_id")),
+        (mr.RetrievalContext, {"now": day(1)}, (K.MISSING, "user_id")),
         # A bad field before a missing one is reported first: field order.
         (mr.RetrievalContext, {"now": day(1), "user_id": ""}, (K.EMPTY, "user_id")),
         (

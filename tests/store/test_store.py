@@ -167,7 +167,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
         erased = self.store.forget(
             tombstone.key,
             tombstone.scope,
-            forgotten_at=tombstone.forgotten_at,
+            at=tombstone.forgotten_at,
             blocks_sources_before=tombstone.blocks_sources_before,
         )
         self._expect_erasure([tombstone], erased)
@@ -289,7 +289,7 @@ def test_a_retry_after_a_forget_restores_nothing(tmp_path: Path) -> None:
     store = mr.MemoryStore(tmp_path / "m.db")
     harbor = _record("m1", "Harbor")
     assert store.add([harbor]) == 1
-    assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
+    assert store.forget("pet.name", mr.UserScope("u1"), at=_t(5)) == ("m1",)
     assert store.add([harbor]) == 0
     held = store.get("m1")
     assert held is not None
@@ -356,11 +356,11 @@ def test_bad_input_to_add_writes_nothing(tmp_path: Path, bad: Any) -> None:
 def test_bad_arguments_are_input_errors() -> None:
     store = mr.MemoryStore()
     with pytest.raises(mr.InvalidInputError):
-        store.forget("", mr.UserScope("u1"), forgotten_at=_t(1))
+        store.forget("", mr.UserScope("u1"), at=_t(1))
     with pytest.raises(mr.InvalidInputError):
-        store.forget("k", "user:u1", forgotten_at=_t(1))  # type: ignore[arg-type]
+        store.forget("k", "user:u1", at=_t(1))  # type: ignore[arg-type]
     with pytest.raises(mr.InvalidInputError):
-        store.forget("k", mr.UserScope("u1"), forgotten_at=_t(1), blocks_sources_before=_t(2))
+        store.forget("k", mr.UserScope("u1"), at=_t(1), blocks_sources_before=_t(2))
     with pytest.raises(mr.InvalidInputError):
         store.resolve("ctx")  # type: ignore[arg-type]
     with pytest.raises(mr.InvalidInputError):
@@ -372,7 +372,7 @@ def test_bad_arguments_are_input_errors() -> None:
 
 def test_a_record_blocked_when_added_is_stored_without_its_text(tmp_path: Path) -> None:
     store = mr.MemoryStore(tmp_path / "m.db")
-    store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+    store.forget("pet.name", mr.UserScope("u1"), at=_t(5))
     store.add(
         [_record("old", "CANARY-OLD", valid_from=_t(2)), _record("new", "Max", valid_from=_t(6))]
     )
@@ -427,7 +427,7 @@ def test_erase_user_deletes_its_scopes_and_keeps_unowned_ones(tmp_path: Path) ->
             _record("other", "kept", scope=mr.UserScope("u2")),
         ]
     )
-    store.forget("pet.name", mr.CharacterScope("u1", "c9"), forgotten_at=_t(1))
+    store.forget("pet.name", mr.CharacterScope("u1", "c9"), at=_t(1))
     assert store.erase_user("u1") == mr.ErasedUser(records=4, tombstones=1)
     assert sorted(r.id for r in store.records()) == ["other", "shared"]
     assert b"CANARY" not in _file_bytes(tmp_path)
@@ -483,7 +483,7 @@ def test_another_connection_sees_committed_writes_on_its_next_call(tmp_path: Pat
     assert [r.id for r in second.resolve(CONTEXT).active] == ["m1"]
     first.add([_record("m2", "Marlowe", supersedes="m1", valid_from=_t(2))])
     assert [r.id for r in second.resolve(CONTEXT).active] == ["m2"]
-    first.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(3))
+    first.forget("pet.name", mr.UserScope("u1"), at=_t(3))
     assert second.resolve(CONTEXT).active == ()
 
 
@@ -491,7 +491,7 @@ def test_resolve_batch_and_arrow_cover_the_whole_store(tmp_path: Path) -> None:
     store = mr.MemoryStore(tmp_path / "m.db")
     records = [_record("m1", "Harbor"), _record("m2", "Marlowe", supersedes="m1")]
     store.add(records)
-    store.forget("pet.name", mr.CharacterScope("u1", "c1"), forgotten_at=_t(3))
+    store.forget("pet.name", mr.CharacterScope("u1", "c1"), at=_t(3))
     contexts_table = mr.contexts_to_arrow([("turn", CONTEXT)])
     expected = mr.resolve_batch(
         mr.records_to_arrow(records),
@@ -509,7 +509,7 @@ def test_the_async_variants_answer_as_the_sync_ones() -> None:
         added = await store.aadd([_record("m1", "Harbor")])
         added_arrow = await store.aadd_arrow(mr.records_to_arrow([_record("m2", "Max", key="k")]))
         before = await store.aresolve(CONTEXT)
-        erased = await store.aforget("k", mr.UserScope("u1"), forgotten_at=_t(2))
+        erased = await store.aforget("k", mr.UserScope("u1"), at=_t(2))
         everywhere = await store.aforget_everywhere("pet.name", CONTEXT, at=_t(2))
         record = await store.aget("m1")
         normalised = await store.anormalize(CONTEXT.now)
@@ -630,7 +630,7 @@ def test_explain_names_what_decided_each_outcome() -> None:
             _record("secret", "CANARY", key="address"),
         ]
     )
-    store.forget("address", mr.UserScope("u1"), forgotten_at=_t(10))
+    store.forget("address", mr.UserScope("u1"), at=_t(10))
     explained = {
         record_id: store.explain(record_id, CONTEXT)
         for record_id in ("m1", "m2", "low", "high", "later", "other", "secret")
@@ -851,7 +851,7 @@ def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates
             ]
         )
         if turn == 10:
-            erased = store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25))
+            erased = store.forget("k1", mr.UserScope("u1"), at=_t(25))
             assert erased
             # The ready candidates hold the erased records, never their text.
             ready = {r.id: r for r in store._core.cache.candidates(CONTEXT).records}
@@ -859,7 +859,7 @@ def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates
                 assert ready[record_id] == store.get(record_id)
                 assert ready[record_id].value != _record(record_id).value
                 assert store.explain(record_id, CONTEXT).outcome is mr.Reason.FORGOTTEN
-            assert store.forget("k1", mr.UserScope("u1"), forgotten_at=_t(25)) == ()
+            assert store.forget("k1", mr.UserScope("u1"), at=_t(25)) == ()
         for context in (CONTEXT, other):
             assert store.resolve(context) == _store_view(store, context)
     # Neither the records added turn after turn nor the forget prepared them again.
@@ -961,7 +961,7 @@ def test_a_write_whose_commit_sqlite_rolls_back_leaves_the_store_as_it_was(
     store._core.file.connection = failing  # type: ignore[assignment]
     writes: dict[str, Callable[[], object]] = {
         "add": lambda: store.add([_record("m3", valid_from=_t(2), supersedes="m1")]),
-        "forget": lambda: store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(20)),
+        "forget": lambda: store.forget("pet.name", mr.UserScope("u1"), at=_t(20)),
         "forget_everywhere": lambda: store.forget_everywhere("pet.name", CONTEXT, at=_t(20)),
     }
     failing.fail = True
@@ -991,7 +991,7 @@ def test_ready_candidates_outlive_the_scopes_they_were_read_from(
         for n, context in enumerate(contexts):
             store.add([_record(f"r{round_}-{n}", scope=mr.UserScope(f"u{n}"), key=f"k{round_}")])
             assert store.resolve(context) == _store_view(store, context)
-        store.forget("k0", mr.UserScope("u0"), forgotten_at=_t(20))
+        store.forget("k0", mr.UserScope("u0"), at=_t(20))
         for n, context in enumerate(contexts):
             resolution = store.resolve(context)
             assert resolution == _store_view(store, context)

@@ -192,7 +192,7 @@ def _store_calls(store: mr.MemoryStore) -> dict[str, Callable[[], object]]:
     return {
         "add": lambda: store.add([_record("n1", "new", key="new")]),
         "add_arrow": lambda: store.add_arrow(mr.records_to_arrow([_record("n2", key="n")])),
-        "forget": lambda: store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)),
+        "forget": lambda: store.forget("pet.name", mr.UserScope("u1"), at=_t(5)),
         "forget_everywhere": lambda: store.forget_everywhere("pet.name", CONTEXT, at=_t(5)),
         "normalize": lambda: store.normalize(_t(20)),
         "erase_user": lambda: store.erase_user("u1"),
@@ -331,7 +331,7 @@ def test_an_interrupt_after_an_erasure_committed_says_so(
     with monkeypatch.context() as patched:
         patched.setattr(StoreFile, "finish", interrupted)
         with pytest.raises(KeyboardInterrupt) as raised:
-            store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+            store.forget("pet.name", mr.UserScope("u1"), at=_t(5))
     assert any("committed" in note for note in raised.value.__notes__)
     assert store.get("m1") == _record("m1", "", source_message_ids=[])  # it did commit
     store.close()  # and close() finished the wipe the interrupt cut short
@@ -365,7 +365,7 @@ def test_regression_a_process_killed_between_an_erasure_and_its_wipe_is_wiped_at
                     os.kill(os.getpid(), signal.SIGKILL)
                 StoreFile.finish = killed
                 store.forget("pet.name", mr.UserScope("u1"),
-                             forgotten_at=datetime(2026, 7, 5, tzinfo=UTC))
+                             at=datetime(2026, 7, 5, tzinfo=UTC))
                 """
             ),
             str(path),
@@ -470,7 +470,7 @@ def test_an_erasure_a_full_disk_holds_back_says_so_and_finishes_once_there_is_ro
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             erased = store.forget("k0", mr.UserScope("u"),
-                                  forgotten_at=datetime(2026, 7, 5, tzinfo=UTC))
+                                  at=datetime(2026, 7, 5, tzinfo=UTC))
         assert erased, "the forget committed"
         messages = [str(w.message) for w in caught if w.category is mr.ErasureDelayedWarning]
         assert messages and "the disk is full" in messages[0], messages

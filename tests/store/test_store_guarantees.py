@@ -54,7 +54,7 @@ def test_an_erasure_an_open_read_holds_back_warns_and_is_wiped_when_the_read_end
     reader = _open_read(tmp_path / "m.db")
     assert reader.execute("SELECT count(*) FROM records").fetchone() == (1,)
     with pytest.warns(mr.ErasureDelayedWarning) as warned:
-        assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
+        assert store.forget("pet.name", mr.UserScope("u1"), at=_t(5)) == ("m1",)
     assert CANARY not in str(warned[0].message)
     assert warned[0].filename == __file__  # the caller's line, not the store's
     # The read's snapshot still needs the text: it stays until the read ends.
@@ -127,7 +127,7 @@ def test_an_erasure_waits_for_a_short_read_to_end(tmp_path: Path) -> None:
     started = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5)) == ("m1",)
+        assert store.forget("pet.name", mr.UserScope("u1"), at=_t(5)) == ("m1",)
     assert time.monotonic() - started >= 0.3, "the forget did not wait for the read"
     ending.join()
     assert CANARY.encode() not in _file_bytes(tmp_path)
@@ -140,7 +140,7 @@ def test_an_erased_record_keeps_no_hash_of_its_text(tmp_path: Path) -> None:
     store = mr.MemoryStore(tmp_path / "m.db")
     guess = _record("m1", CANARY, source_message_ids=["msg-1"])
     store.add([guess])
-    store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+    store.forget("pet.name", mr.UserScope("u1"), at=_t(5))
     # Blocked when added: stored erased from the start, with the same kind of hash.
     blocked = _record("m2", CANARY, valid_from=_t(2))
     store.add([blocked])
@@ -222,13 +222,11 @@ def test_an_older_file_is_migrated_compacted_and_its_erased_hashes_replaced(
 NAIVE = datetime(2026, 7, 5)  # the bad input under test: no time zone
 
 _BAD_WRITES: dict[str, Any] = {
-    "forget, empty key": lambda s: s.forget("", mr.UserScope("u1"), forgotten_at=_t(5)),
-    "forget, a scope as text": lambda s: s.forget("pet.name", "user:u1", forgotten_at=_t(5)),
-    "forget, a naive instant": lambda s: s.forget(
-        "pet.name", mr.UserScope("u1"), forgotten_at=NAIVE
-    ),
+    "forget, empty key": lambda s: s.forget("", mr.UserScope("u1"), at=_t(5)),
+    "forget, a scope as text": lambda s: s.forget("pet.name", "user:u1", at=_t(5)),
+    "forget, a naive instant": lambda s: s.forget("pet.name", mr.UserScope("u1"), at=NAIVE),
     "forget, a bound after the forget": lambda s: s.forget(
-        "pet.name", mr.UserScope("u1"), forgotten_at=_t(5), blocks_sources_before=_t(6)
+        "pet.name", mr.UserScope("u1"), at=_t(5), blocks_sources_before=_t(6)
     ),
     "forget_everywhere, no context": lambda s: s.forget_everywhere("pet.name", "u1", at=_t(5)),
     "forget_everywhere, a naive instant": lambda s: s.forget_everywhere(
@@ -260,7 +258,7 @@ def test_every_write_refuses_bad_input_whole(tmp_path: Path, write: str) -> None
             _record("t1", "Lisbon", key="trip", valid_until=_t(3)),
         ]
     )
-    store.forget("home", mr.UserScope("u1"), forgotten_at=_t(4))
+    store.forget("home", mr.UserScope("u1"), at=_t(4))
     before = ([r.to_dict() for r in store.records()], store.tombstones())
     answer = store.resolve(CONTEXT)
     with pytest.raises(mr.InvalidInputError):
@@ -372,7 +370,7 @@ def test_forgets_and_erasures_are_never_seen_half_done(tmp_path: Path) -> None:
             for n in range(60):
                 first = _record(f"a{n}", CANARY, key=f"k{n}")
                 store.add([first, first.corrected(CANARY, at=_t(2), id=f"b{n}")])
-                store.forget(f"k{n}", mr.UserScope("u1"), forgotten_at=_t(5))
+                store.forget(f"k{n}", mr.UserScope("u1"), at=_t(5))
                 if n % 10 == 0:
                     store.add(
                         [
@@ -453,7 +451,7 @@ def test_another_process_sees_each_commit_on_its_next_call(tmp_path: Path) -> No
         assert seen() == "m1"  # served from the follower's memory
         store.add([_record("m2", "Marlowe", valid_from=_t(2), supersedes="m1")])
         assert seen() == "m2"
-        store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(3))
+        store.forget("pet.name", mr.UserScope("u1"), at=_t(3))
         assert seen() == "-"
         store.add([_record("m3", "Max", valid_from=_t(4))])
         assert seen() == "m3"
@@ -487,7 +485,7 @@ def test_a_retry_of_a_forgotten_record_with_a_negative_zero_confidence_is_a_retr
     record = _record("m1", CANARY, confidence=-0.0)
     store = mr.MemoryStore(tmp_path / "m.db")
     store.add([record])
-    store.forget("pet.name", mr.UserScope("u1"), forgotten_at=_t(5))
+    store.forget("pet.name", mr.UserScope("u1"), at=_t(5))
     assert store.add([record]) == 0
     store.close()
     reopened = mr.MemoryStore(tmp_path / "m.db")
@@ -519,7 +517,7 @@ def test_a_wipe_a_read_held_back_finishes_in_the_background_without_another_call
                 warnings.simplefilter("ignore")
                 store = mr.MemoryStore(sys.argv[1])
                 store.forget("pet.name", mr.UserScope("u1"),
-                             forgotten_at=datetime(2026, 7, 5, tzinfo=UTC))
+                             at=datetime(2026, 7, 5, tzinfo=UTC))
                 os.kill(os.getpid(), signal.SIGKILL)  # no close(): its retries die with it
                 """
             ),
@@ -572,7 +570,7 @@ def test_regression_a_kept_record_erased_after_its_edge_was_dropped_retries_as_f
         store.add([ada_city, shared])
 
         def forget() -> None:
-            erased = store.forget("home.city", mr.ConversationScope("k-shared"), forgotten_at=_t(3))
+            erased = store.forget("home.city", mr.ConversationScope("k-shared"), at=_t(3))
             assert erased == ("shared-city",)
 
         def erase() -> None:

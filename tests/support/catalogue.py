@@ -194,7 +194,7 @@ def _forget_in(store: mr.MemoryStore, tombstone: mr.ForgetTombstone) -> None:
     store.forget(
         tombstone.key,
         tombstone.scope,
-        forgotten_at=tombstone.forgotten_at,
+        at=tombstone.forgotten_at,
         blocks_sources_before=tombstone.blocks_sources_before,
     )
 

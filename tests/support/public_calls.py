@@ -67,7 +67,8 @@ def valid_argument(function: str, parameter: inspect.Parameter, scratch: Path) -
         "tombstones": [TOMBSTONE],
         "now": T,
         "at": T,
-        "forgotten_at": T,
+        # The store's forget stamps ``at``; ``forgotten_at`` is its deprecated alias.
+        "forgotten_at": None if function in ("forget", "aforget") else T,
         "key": "k",
         "scope": mr.UserScope("u"),
         "record": RECORD,

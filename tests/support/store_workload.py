@@ -234,7 +234,7 @@ def play(store: mr.MemoryStore, operation: str, argument: Any) -> Any:
         return store.add_arrow(mr.records_to_arrow(argument))
     if operation == "forget":
         key, scope, at = argument
-        return store.forget(key, scope, forgotten_at=at)
+        return store.forget(key, scope, at=at)
     if operation == "forget_everywhere":
         key, context, at = argument
         return store.forget_everywhere(key, context, at=at)

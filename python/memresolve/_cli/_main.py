@@ -35,13 +35,8 @@ from memresolve.errors import ErrorKind, InvalidInputError
 STORY = resources.files("memresolve") / "_data" / "story"
 
 
-def _shown_context(context: RetrievalContext) -> dict[str, object]:
-    """The context as JSON, with ``null`` for what a quick query did not name."""
-    return {k: None if v == _NONE else v for k, v in context_to_json(context).items()}
-
-
 def _describe(context: RetrievalContext) -> str:
-    shown = {k: "(none)" if v is None else v for k, v in _shown_context(context).items()}
+    shown = {k: "(none)" if v is None else v for k, v in context_to_json(context).items()}
     return (
         f"now {shown['now']} | user {shown['user_id']} | character {shown['character_id']}"
         f" | conversation {shown['conversation_id']} | scene {shown['scene_id']}"
@@ -64,7 +59,7 @@ def _print_text(
 def _json_line(context: RetrievalContext, result: Resolution) -> str:
     return json.dumps(
         {
-            "context": _shown_context(context),
+            "context": context_to_json(context),
             "active": [
                 {
                     "id": record.id,
@@ -161,12 +156,6 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-# Stands for a character or conversation the quick query does not name: no
-# record can be scoped to it (ids never hold a NUL in practice; this one also
-# carries the package name).
-_NONE = "\x00memresolve:none"
-
-
 _QUERY_OPTIONS = ("now", "user", "character", "conversation", "scene")
 
 
@@ -188,9 +177,9 @@ def _query_context(args: argparse.Namespace) -> RetrievalContext:
     return RetrievalContext(
         now=instant_from_text(args.now, "now"),
         user_id=args.user,
-        # An empty id given is refused (empty), as every id; only an absent one is "none".
-        character_id=_NONE if args.character is None else args.character,
-        conversation_id=_NONE if args.conversation is None else args.conversation,
+        # An empty id given is refused (empty), as every id; an absent one is None.
+        character_id=args.character,
+        conversation_id=args.conversation,
         scene_id=args.scene,
     )
 

@@ -105,7 +105,7 @@ def run_store_demo(
             erased = store.forget(
                 tombstone.key,
                 tombstone.scope,
-                forgotten_at=tombstone.forgotten_at,
+                at=tombstone.forgotten_at,
                 blocks_sources_before=tombstone.blocks_sources_before,
             )
             out.write(

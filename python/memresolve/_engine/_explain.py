@@ -63,7 +63,7 @@ def explain_in(
         case Reason.SCOPE:
             return Explanation(record.id, outcome, detail="its scope is not one the context sees")
         case Reason.STATUS_OR_TIME:
-            if record.status in (Status.SUPERSEDED, Status.EXPIRED) and (
+            if record.status in (Status.SUPERSEDED, Status.EXPIRED, Status.RETRACTED) and (
                 reference.in_validity_interval(record, now)
             ):
                 detail = f"its stored status is {record.status.value}"

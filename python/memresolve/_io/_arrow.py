@@ -21,8 +21,10 @@ and ``source_message_ids`` (list of strings), which resolution never reads;
 the converters (``records_from_arrow``) require ``value`` and ``confidence``.
 
 ``contexts``: ``context_id`` (string, unique), ``now`` (timestamp with a time
-zone), ``user_id``, ``character_id``, ``conversation_id`` (non-empty
-strings), ``scene_id`` (nullable string).
+zone), ``user_id`` (non-empty string), ``character_id``, ``conversation_id``
+(nullable non-empty strings: the columns must exist, a null is a context
+without that id), ``scene_id`` (nullable string; a scene on a row without a
+conversation is ``inconsistent``).
 
 ``tombstones``: ``key``, ``scope_kind`` and its ids as for records,
 ``forgotten_at`` and ``blocks_sources_before`` (timestamps with a time zone,

@@ -369,9 +369,19 @@ def read_contexts_table(data: object) -> list[tuple[str, RetrievalContext]]:
     context_ids = reader.text("context_id", required=True, nonempty=False)
     now = reader.instants("now", required=True)
     users = reader.text("user_id", required=True)
-    characters = reader.text("character_id", required=True)
-    conversations = reader.text("conversation_id", required=True)
+    # The columns must exist (a table without them is likelier a mistake than
+    # a table of profile pages); a null is a context without that id.
+    characters = reader.text("character_id", required=False)
+    conversations = reader.text("conversation_id", required=False)
     scenes = reader.optional_text("scene_id")
+    for row, (scene, conversation) in enumerate(zip(scenes, conversations, strict=True)):
+        if scene is not None and conversation is None:
+            raise reader.fail(
+                "scene_id",
+                ErrorKind.INCONSISTENT,
+                "names a scene but conversation_id is null (a scene belongs to one conversation)",
+                row,
+            )
     first_row_of: dict[str, int] = {}
     for row, context_id in enumerate(context_ids):
         earlier = first_row_of.setdefault(context_id, row)  # type: ignore[arg-type]
@@ -388,8 +398,8 @@ def read_contexts_table(data: object) -> list[tuple[str, RetrievalContext]]:
             RetrievalContext(
                 now=_instant(now[row]),  # type: ignore[arg-type]
                 user_id=users[row],  # type: ignore[arg-type]
-                character_id=characters[row],  # type: ignore[arg-type]
-                conversation_id=conversations[row],  # type: ignore[arg-type]
+                character_id=characters[row],
+                conversation_id=conversations[row],
                 scene_id=scenes[row],
             ),
         )

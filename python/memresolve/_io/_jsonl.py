@@ -60,7 +60,8 @@ _SCOPE_TYPES: dict[str, type[Scope]] = {scope.kind.value: scope for scope in SCO
 _RECORD_REQUIRED = tuple(name for name in RECORD_FIELDS if name not in RECORD_DEFAULTS)
 _RECORD_OPTIONAL = tuple(name for name in RECORD_FIELDS if name in RECORD_DEFAULTS)
 _INSTANT_FIELDS = ("valid_from", "valid_until", "observed_at")
-_CONTEXT_REQUIRED = ("now", "user_id", "character_id", "conversation_id")
+_CONTEXT_REQUIRED = ("now", "user_id")
+_CONTEXT_OPTIONAL = ("character_id", "conversation_id", "scene_id")
 _TOMBSTONE_REQUIRED = ("key", "scope", "forgotten_at")
 
 
@@ -230,12 +231,13 @@ def context_to_json(context: RetrievalContext) -> JsonObject:
 
 def context_from_json(obj: object) -> RetrievalContext:
     subject = Subject("context")
-    fields = _fields(obj, subject, _CONTEXT_REQUIRED, ("scene_id",))
+    fields = _fields(obj, subject, _CONTEXT_REQUIRED, _CONTEXT_OPTIONAL)
     return RetrievalContext(
         now=_instant_from_json(fields["now"], subject, "now"),
         user_id=fields["user_id"],
-        character_id=fields["character_id"],
-        conversation_id=fields["conversation_id"],
+        # Absent or null: a context without that id (docs/spec.md §1.4).
+        character_id=fields.get("character_id"),
+        conversation_id=fields.get("conversation_id"),
         scene_id=fields.get("scene_id"),
     )
 

@@ -83,13 +83,18 @@ class RetrievalContext:
     """Where and when memories are retrieved: the current user, character, conversation, scene.
 
     ``now`` is required: memresolve never reads the clock, so every worker
-    given the same context picks the same winners.
+    given the same context picks the same winners. ``character_id``,
+    ``conversation_id`` and ``scene_id`` may be None: the context then sees no
+    character, conversation or scene scope (a profile page, "what do you
+    remember about me?", is a context of the user alone). A scene belongs to
+    one conversation, so a ``scene_id`` without a ``conversation_id`` is
+    ``inconsistent``.
     """
 
     now: datetime
     user_id: str
-    character_id: str
-    conversation_id: str
+    character_id: str | None = None
+    conversation_id: str | None = None
     scene_id: str | None = None
 
     def __post_init__(self) -> None:
@@ -97,24 +102,31 @@ class RetrievalContext:
         object.__setattr__(
             self, "now", check.instant(_given(self.now, subject, "now"), subject, "now")
         )
-        for name in ("user_id", "character_id", "conversation_id"):
-            value = _given(getattr(self, name), subject, name)
-            object.__setattr__(self, name, check.text(value, subject, name))
-        object.__setattr__(
-            self, "scene_id", check.optional_text(self.scene_id, subject, "scene_id")
-        )
+        user_id = _given(self.user_id, subject, "user_id")
+        object.__setattr__(self, "user_id", check.text(user_id, subject, "user_id"))
+        for name in ("character_id", "conversation_id", "scene_id"):
+            value = check.optional_text(getattr(self, name), subject, name)
+            object.__setattr__(self, name, value)
+        if self.scene_id is not None and self.conversation_id is None:
+            subject.fail(
+                "scene_id",
+                ErrorKind.INCONSISTENT,
+                "names a scene but conversation_id is None (a scene belongs to one conversation)",
+            )
 
     def scopes(self) -> tuple[Scope, ...]:
-        """Every scope this context sees (``docs/spec.md`` §1.1): its user and
-        character; its conversation, unowned and owned by its user; and when it
-        has a scene, that scene unowned and owned by its user.
+        """Every scope this context sees (``docs/spec.md`` §1.4): its user; its
+        character, when it has one; its conversation, unowned and owned by its
+        user, when it has one; and when it has a scene, that scene unowned and
+        owned by its user.
         """
-        seen: list[Scope] = [
-            UserScope(self.user_id),
-            CharacterScope(self.user_id, self.character_id),
-            ConversationScope(self.conversation_id),
-            ConversationScope(self.conversation_id, user_id=self.user_id),
-        ]
+        seen: list[Scope] = [UserScope(self.user_id)]
+        if self.character_id is not None:
+            seen.append(CharacterScope(self.user_id, self.character_id))
+        if self.conversation_id is None:
+            return tuple(seen)
+        seen.append(ConversationScope(self.conversation_id))
+        seen.append(ConversationScope(self.conversation_id, user_id=self.user_id))
         if self.scene_id is not None:
             seen.append(SceneScope(self.conversation_id, self.scene_id))
             seen.append(SceneScope(self.conversation_id, self.scene_id, user_id=self.user_id))
@@ -168,12 +180,13 @@ def forget_everywhere(
 ) -> tuple[ForgetTombstone, ...]:
     """The tombstones that forget ``key`` in every scope ``context`` sees, at ``at``.
 
-    One per scope of ``RetrievalContext.scopes``: the user's, the character's,
-    the conversation's and the scene's (when there is one), each unowned and
-    owned by the context's user. "Forget my city" is then one call for
-    everything this turn could show. Evidence observed up to ``at`` is blocked.
-    Scopes the context does not see (the same user's other characters, other
-    conversations) are untouched.
+    One per scope of ``RetrievalContext.scopes``: the user's, and the
+    character's, the conversation's and the scene's when the context has them
+    (the conversation and scene each unowned and owned by the context's user).
+    "Forget my city" is then one call for everything this turn could show; a
+    context of the user alone forgets the user scope only. Evidence observed
+    up to ``at`` is blocked. Scopes the context does not see (the same user's
+    other characters, other conversations) are untouched.
 
     Raises:
         InvalidInputError: ``key`` or ``at`` breaks a rule, or ``context`` is

@@ -318,17 +318,59 @@ class _RecordMethods:
             InvalidInputError: an argument breaks a rule, or the version would
                 not fit in 64 bits.
         """
-        fields = {name: getattr(self, name) for name in ("key", "scope")}
-        build: Callable[..., Self] = type(self)
-        return build(
+        return self._successor(
             id=id,
             value=value,
             authority=authority,
             confidence=confidence,
             valid_from=at,
             source_message_ids=source_message_ids,
-            supersedes=getattr(self, "id"),  # noqa: B009 - the slot, typed on the subclass
-            version=getattr(self, "version") + 1,  # noqa: B009
+            version=getattr(self, "version") + 1,  # noqa: B009 - the slot, typed on the subclass
+        )
+
+    def retracted(
+        self,
+        *,
+        at: datetime,
+        id: str,
+        authority: Authority | AuthorityName = Authority.USER_CORRECTED,
+        source_message_ids: Iterable[str] = (),
+    ) -> Self:
+        """A retraction of this record: "that is no longer true" from ``at`` on.
+
+        Same key and scope, ``supersedes`` this record, ``version`` one more, valid
+        from ``at`` with no end, stored ``retracted`` and with an empty value. A
+        retraction is never active (stage 2 excludes it); its edge hides this record
+        from ``at`` on, in every context that sees this record, and not before: a
+        turn replayed before ``at`` still shows the old value (``docs/spec.md`` §2.2).
+        (Its version is this record's plus one, or the largest version when this record
+        has it.)
+        It retracts this one record: ``MemoryStore.retract`` retracts a whole slot.
+
+        Raises:
+            InvalidInputError: an argument breaks a rule, or the version would
+                not fit in 64 bits.
+        """
+        return self._successor(
+            id=id,
+            value="",
+            status=Status.RETRACTED,
+            authority=authority,
+            confidence=1.0,
+            valid_from=at,
+            source_message_ids=source_message_ids,
+            # A retraction never reaches stage 5, so its version orders only the history:
+            # the last version can be retracted too.
+            version=min(getattr(self, "version") + 1, check.INT64_MAX),  # noqa: B009
+        )
+
+    def _successor(self, **fields: object) -> Self:
+        """A record of this one's key and scope that ``supersedes`` it, with ``fields``."""
+        build: Callable[..., Self] = type(self)
+        return build(
+            key=getattr(self, "key"),  # noqa: B009 - the slot, typed on the subclass
+            scope=getattr(self, "scope"),  # noqa: B009
+            supersedes=getattr(self, "id"),  # noqa: B009
             **fields,
         )
 

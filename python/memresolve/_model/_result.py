@@ -80,12 +80,25 @@ class PromptMemory:
 
     ``scope`` says where the memory holds, so a prompt builder can group
     memories, or choose among a user's and a character's ``nickname``.
+    ``record_id`` is the winner's id, for the application: to correct, retract
+    or explain what the prompt showed. It never goes into prompt text. It is
+    None only for a ``PromptMemory`` built by hand without it.
     """
 
     key: str
     value: str = field(repr=False)  # private text: shown to the model, never in a repr
     certainty: Certainty
     scope: Scope
+    record_id: str | None = None
+
+    def __setstate__(self, state: object) -> None:
+        # The state is the fields in order (dataclass slots); pickles of 0.1 hold
+        # four: the fifth then takes its default.
+        if not isinstance(state, list | tuple) or len(state) not in (4, 5):
+            # Never the state itself in the message: it holds the value's text.
+            raise TypeError(f"PromptMemory: cannot restore from a {type(state).__name__}")
+        for name, value in zip(_PROMPT_MEMORY_FIELDS, (*state, None)[:5], strict=True):
+            object.__setattr__(self, name, value)
 
 
 def certainty_of(record: MemoryRecord) -> Certainty:
@@ -101,7 +114,10 @@ def to_prompt_memory(record: MemoryRecord) -> PromptMemory:
             kind=ErrorKind.WRONG_TYPE,
             field="record",
         )
-    return PromptMemory(record.key, record.value, certainty_of(record), record.scope)
+    return PromptMemory(record.key, record.value, certainty_of(record), record.scope, record.id)
+
+
+_PROMPT_MEMORY_FIELDS: tuple[str, ...] = ("key", "value", "certainty", "scope", "record_id")
 
 
 #: How specific a scope is, most specific first (``docs/spec.md`` §2.8): a

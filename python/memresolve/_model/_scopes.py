@@ -226,7 +226,7 @@ def _unescape(field: str) -> str:
 
 
 def seen_scope_ids(
-    user_id: str, character_id: str, conversation_id: str, scene_id: str | None
+    user_id: str, character_id: str | None, conversation_id: str | None, scene_id: str | None
 ) -> tuple[str, ...]:
     """``scope_id`` of each scope a context of these ids sees, in the order of
     ``RetrievalContext.scopes``, without building the scopes: for a context, whose ids are
@@ -235,11 +235,17 @@ def seen_scope_ids(
 
     >>> seen_scope_ids("u1", "c1", "k1", None)
     ('user:u1', 'character:u1:c1', 'conversation:k1', 'conversation:k1::u1')
+    >>> seen_scope_ids("u1", None, None, None)
+    ('user:u1',)
     """
-    user, conversation = _escape(user_id), _escape(conversation_id)
-    seen = [
-        f"{ScopeKind.USER.value}:{user}",
-        f"{ScopeKind.CHARACTER.value}:{user}:{_escape(character_id)}",
+    user = _escape(user_id)
+    seen = [f"{ScopeKind.USER.value}:{user}"]
+    if character_id is not None:
+        seen.append(f"{ScopeKind.CHARACTER.value}:{user}:{_escape(character_id)}")
+    if conversation_id is None:
+        return tuple(seen)
+    conversation = _escape(conversation_id)
+    seen += [
         f"{ScopeKind.CONVERSATION.value}:{conversation}",
         f"{ScopeKind.CONVERSATION.value}:{conversation}::{user}",
     ]

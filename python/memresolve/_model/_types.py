@@ -53,11 +53,15 @@ class Status(StrEnum):
     SUPERSEDED = "superseded"
     EXPIRED = "expired"
     FORGOTTEN = "forgotten"
+    #: Written by a retraction ("that is no longer true", ``MemoryRecord.retracted``): a
+    #: retraction is never active, and its ``supersedes`` edge hides the record it names
+    #: from its ``valid_from`` on.
+    RETRACTED = "retracted"
 
 
 #: A status as a string, for type checkers: ``status="expired"`` type-checks,
 #: ``status="Active"`` does not.
-StatusName: TypeAlias = Literal["active", "superseded", "expired", "forgotten"]
+StatusName: TypeAlias = Literal["active", "superseded", "expired", "forgotten", "retracted"]
 
 
 class Authority(StrEnum):
@@ -164,4 +168,4 @@ def decision_code(reason: Reason | None) -> int:
 
 
 # Written into every trace; identifies the contract version, not the package build.
-RESOLVER_VERSION = "memresolve-spec-2"
+RESOLVER_VERSION = "memresolve-spec-3"

@@ -33,7 +33,7 @@ from memresolve._model import (
 __all__ = ["ScopeRows", "StoreCache"]
 
 #: A context's identity for the cache: its user, character, conversation and scene.
-_TurnKey = tuple[str, str, str, str | None]
+_TurnKey = tuple[str, str | None, str | None, str | None]
 #: Scopes held at most; past it, the half read longest ago are let go.
 MAX_SCOPES: Final = 200_000
 #: Contexts whose candidates are held at most.

@@ -55,10 +55,12 @@ from memresolve._model import (
     text,
 )
 from memresolve._store import _errors as errors
+from memresolve._store import _lifecycle as lifecycle
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql
 from memresolve._store._async import in_thread
 from memresolve._store._core import StoreCore
+from memresolve._store._lifecycle import instant_argument
 from memresolve.errors import ErrorKind, InvalidInputError, StoreClosedError
 
 __all__ = ["ArrowExport", "ErasedUser", "MemoryStore"]
@@ -188,46 +190,79 @@ class MemoryStore:
                 naming the id and the row). Nothing is written.
         """
         checked = check_records(record_rows(records))
-        rows = [schema.record_row(record) for record in checked]
         with self._core.writing() as connection:
-            known = sql.known_hashes(connection, [row["id"] for row in rows])
-            new: list[tuple[int, dict[str, Any]]] = []
-            for index, row in enumerate(rows):
-                stored = known.get(row["id"])
-                if stored is None:
-                    new.append((index, row))
-                elif stored.hash != (
-                    schema.erased_hash(row) if stored.erased else row["content_hash"]
-                ):
-                    raise InvalidInputError(
-                        f"record {row['id']!r}: field 'id' is already in the store with "
-                        "other content",
-                        kind=ErrorKind.DUPLICATE_ID,
-                        record_id=row["id"],
-                        field="id",
-                        row=index,
-                    )
-            # The forget sweep's rule: text a tombstone blocks, or of a record stored
-            # ``forgotten``, is never stored.
-            purged = {
-                record.id
-                for record, _ in purged_records(
-                    tuple(checked[index] for index, _ in new),
-                    tuple(sql.tombstones_of(connection, [row["scope_id"] for _, row in new])),
+            return self._add_checked(connection, checked)
+
+    def _add_checked(self, connection: sqlite3.Connection, checked: Sequence[MemoryRecord]) -> int:
+        """``add`` of checked records inside a write transaction."""
+        rows = [schema.record_row(record) for record in checked]
+        known = sql.known_hashes(connection, [row["id"] for row in rows])
+        new: list[tuple[int, dict[str, Any]]] = []
+        for index, row in enumerate(rows):
+            stored = known.get(row["id"])
+            if stored is None:
+                new.append((index, row))
+            elif stored.hash != (schema.erased_hash(row) if stored.erased else row["content_hash"]):
+                raise InvalidInputError(
+                    f"record {row['id']!r}: field 'id' is already in the store with other content",
+                    kind=ErrorKind.DUPLICATE_ID,
+                    record_id=row["id"],
+                    field="id",
+                    row=index,
                 )
-            }
-            stored_records: list[tuple[str, MemoryRecord]] = []
-            for index, row in new:
-                record = checked[index]
-                if row["id"] in purged:
-                    row.update(value=_ERASED_TEXT, source_message_ids="", erased=1)
-                    row["content_hash"] = schema.erased_hash(row)
-                    record = _erased(record)
-                stored_records.append((row["scope_id"], record))
-            sql.insert_records(connection, [row for _, row in new])
-            # In the transaction: a failed commit drops the cache whole.
-            self._core.cache.append(stored_records)
+        # The forget sweep's rule: text a tombstone blocks, or of a record stored
+        # ``forgotten``, is never stored.
+        purged = {
+            record.id
+            for record, _ in purged_records(
+                tuple(checked[index] for index, _ in new),
+                tuple(sql.tombstones_of(connection, [row["scope_id"] for _, row in new])),
+            )
+        }
+        stored_records: list[tuple[str, MemoryRecord]] = []
+        for index, row in new:
+            record = checked[index]
+            if row["id"] in purged:
+                row.update(value=_ERASED_TEXT, source_message_ids="", erased=1)
+                row["content_hash"] = schema.erased_hash(row)
+                record = _erased(record)
+            stored_records.append((row["scope_id"], record))
+        sql.insert_records(connection, [row for _, row in new])
+        # In the transaction: a failed commit drops the cache whole.
+        self._core.cache.append(stored_records)
         return len(new)
+
+    @_guarded
+    def retract(self, key: str, scope: Scope, *, at: datetime) -> tuple[MemoryRecord, ...]:
+        """ "That is no longer true": from ``at`` on, no record the store now holds in
+        ``scope`` for ``key`` is active, in any context; before ``at`` they resolve as
+        before, and ``history`` keeps them. Records added later are judged as usual.
+
+        Adds, in one transaction, a retraction (``MemoryRecord.retracted``) of every record
+        of the slot that could still be active at ``at`` or later: not only the winner at
+        ``at`` but a runner-up, a retry under a fresh id, a record whose correction may end,
+        one that starts later. Each retraction's id is derived from the record's id and
+        ``at``, so a retried call adds nothing. Other scopes are not touched: with
+        ``per_key="most-specific"`` a turn may still show the key from another scope.
+        Returns the retractions added, by the id of the record each names.
+        """
+        subject = Subject("retract")
+        wanted_key = text(key, subject, "key")
+        wanted_scope = check_scope(scope, subject, "scope")
+        moment = instant(at, subject, "at")
+        with self._core.writing() as connection:
+            found = connection.execute(
+                f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ?",
+                (scope_id(wanted_scope), wanted_key),
+            ).fetchall()
+            slot = [schema.record_from_row(row) for row in found]
+            tombstones = sql.tombstones_of(connection, [scope_id(wanted_scope)])
+            retractions = tuple(
+                target.retracted(at=moment, id=lifecycle.retraction_id(target.id, moment))
+                for target in lifecycle.retraction_targets(slot, tombstones, moment)
+            )
+            self._add_checked(connection, check_records(retractions))
+        return retractions
 
     @_guarded
     def add_arrow(self, table: object) -> int:
@@ -240,18 +275,23 @@ class MemoryStore:
         key: str,
         scope: Scope,
         *,
-        forgotten_at: datetime,
+        at: datetime | None = None,
         blocks_sources_before: datetime | None = None,
+        forgotten_at: datetime | None = None,
     ) -> tuple[str, ...]:
-        """Stores the tombstone and erases the text of every record it blocks.
+        """Stores the tombstone of a forget at ``at`` and erases the text of every record
+        it blocks.
 
-        ``blocks_sources_before`` defaults to ``forgotten_at`` (``docs/spec.md`` §1.5).
-        Returns the ids of the records whose text was erased now, sorted.
+        ``blocks_sources_before`` defaults to ``at`` (``docs/spec.md`` §1.5).
+        ``forgotten_at=`` is the name ``at`` had before 0.2, kept for one release
+        (``DeprecationWarning``). Returns the ids of the records whose text was erased
+        now, sorted.
         """
+        moment = instant_argument(at, forgotten_at, "forget")
         tombstone = ForgetTombstone(
             key=key,
             scope=scope,
-            forgotten_at=forgotten_at,
+            forgotten_at=moment,
             blocks_sources_before=blocks_sources_before,  # type: ignore[arg-type]
         )
         return self._forget([tombstone])
@@ -481,6 +521,7 @@ class MemoryStore:
     aexport_arrow = in_thread(export_arrow)
     aadd = in_thread(add)
     aadd_arrow = in_thread(add_arrow)
+    aretract = in_thread(retract)
     aforget = in_thread(forget)
     aforget_everywhere = in_thread(forget_everywhere)
     anormalize = in_thread(normalize)

@@ -152,7 +152,9 @@ def polars_plan(
         .agg(pl.col("blocks_sources_before").max().alias("bound"))
     )
     survivors = (
-        cand.filter(pl.col("in_interval") & ~pl.col("status").is_in(["superseded", "expired"]))
+        cand.filter(
+            pl.col("in_interval") & ~pl.col("status").is_in(["superseded", "expired", "retracted"])
+        )
         .join(bounds, on=scope, how="left")
         .filter(
             (pl.col("status") != "forgotten")
@@ -238,7 +240,7 @@ survivors AS (
   SELECT f.* FROM flagged f
   LEFT JOIN bounds b USING (scope_kind, scope_first, scope_second, scope_owner, key)
   LEFT JOIN edges e ON e.context_id = f.context_id AND e.target = f.id
-  WHERE f.in_interval AND f.status NOT IN ('superseded', 'expired', 'forgotten')
+  WHERE f.in_interval AND f.status NOT IN ('superseded', 'expired', 'retracted', 'forgotten')
     AND (b.bound IS NULL OR coalesce(f.observed_at, f.valid_from) > b.bound)
     AND e.target IS NULL
 )

@@ -104,7 +104,7 @@ def _play(store: mr.MemoryStore, operation: str, argument: object) -> None:
         store.add(cast("list[mr.MemoryRecord]", argument))
     elif operation == "forget":
         key, scope, day = cast("tuple[str, mr.Scope, float]", argument)
-        store.forget(key, scope, forgotten_at=_START + timedelta(days=day))
+        store.forget(key, scope, at=_START + timedelta(days=day))
     elif operation == "forget_everywhere":
         key, context, day = cast("tuple[str, mr.RetrievalContext, float]", argument)
         store.forget_everywhere(key, context, at=_START + timedelta(days=day))

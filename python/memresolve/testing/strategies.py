@@ -5,7 +5,8 @@ ids over an alphabet that includes ``:`` and ``%`` (the characters the scope
 id escapes) and a non-BMP character, instants clustered on ``now`` (equal,
 one microsecond either side, a day either side) and expressed in several UTC
 offsets, equal versions and authorities, supersession chains, cycles,
-self-references and dangling edges, contexts with and without a scene.
+self-references and dangling edges, contexts with and without a character, a
+conversation and a scene.
 Requires ``hypothesis`` (``pip install 'memresolve[testing]'``).
 """
 
@@ -189,20 +190,37 @@ def scopes(universe: Universe) -> st.SearchStrategy[Scope]:
 def contexts(
     universe: Universe | None = None, now: datetime = BASE_NOW
 ) -> st.SearchStrategy[RetrievalContext]:
-    """A context in ``universe`` (drawn if not given), with or without a scene."""
+    """A context in ``universe`` (drawn if not given), with or without a character, a
+    conversation and a scene."""
     now = _checked_now(now)
     if universe is not None:
         universe = _checked_universe(universe)
     pools = st.just(universe) if universe is not None else universes()
-    return pools.flatmap(
-        lambda u: st.builds(
-            RetrievalContext,
-            now=st.sampled_from((now, now.astimezone(_OFFSETS[2]))),
-            user_id=_mostly_first(u.user_ids),
-            character_id=_mostly_first(u.character_ids),
-            conversation_id=_mostly_first(u.conversation_ids),
-            scene_id=st.one_of(st.none(), _mostly_first(u.scene_ids)),
-        )
+    return pools.flatmap(lambda u: _contexts_in(u, now))
+
+
+def _sometimes_none(pool: tuple[str, ...]) -> st.SearchStrategy[str | None]:
+    """An id of ``pool`` as ``_mostly_first`` draws it, or now and then None."""
+    return st.sampled_from((pool[0], pool[0], *pool, None))
+
+
+@st.composite
+def _contexts_in(draw: st.DrawFn, universe: Universe, now: datetime) -> RetrievalContext:
+    """A context of ``universe``; its character, conversation and scene are each sometimes
+    None (a profile page's context, or a turn outside any conversation), never a scene
+    without its conversation."""
+    conversation_id = draw(_sometimes_none(universe.conversation_ids))
+    scene_ids = (
+        st.none()
+        if conversation_id is None
+        else st.one_of(st.none(), _mostly_first(universe.scene_ids))
+    )
+    return RetrievalContext(
+        now=draw(st.sampled_from((now, now.astimezone(_OFFSETS[2])))),
+        user_id=draw(_mostly_first(universe.user_ids)),
+        character_id=draw(_sometimes_none(universe.character_ids)),
+        conversation_id=conversation_id,
+        scene_id=draw(scene_ids),
     )
 
 
