@@ -176,6 +176,7 @@ def test_one_context_from_flags_with_json(
     assert main([*base, "--json"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     decided = json.loads(line)
+    assert decided["context_id"] == "1"  # the quick query's one context
     assert decided["context"]["character_id"] is None
     assert [m["id"] for m in decided["active"]] == ["mem-pet-2"]
     assert main([*base, "--conversation", "k-1", "--scene", "s-1", "--json"]) == 0
@@ -243,3 +244,29 @@ def test_demo_path_names_the_folder_of_the_bundled_story(
     assert capsys.readouterr().out.count("\n") == len(
         (story / "contexts.jsonl").read_text(encoding="utf-8").splitlines()
     )
+
+
+def test_json_output_carries_each_contexts_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mr.write_records([inferred_harbor], tmp_path / "r.jsonl")
+    turn = context(scene_id=None)
+    (tmp_path / "c.jsonl").write_text(
+        json.dumps(
+            {
+                "context_id": "turn-7",
+                **mr.contexts_to_arrow([turn]).drop_columns(["context_id", "now"]).to_pylist()[0],
+                "now": "2026-07-30T12:00:00Z",
+            }
+        )
+        + "\n"
+        + json.dumps({"now": "2026-07-30T12:00:00Z", "user_id": "u-ada"})
+        + "\n",
+        encoding="utf-8",
+    )
+    command = ["resolve", str(tmp_path / "r.jsonl"), "--contexts", str(tmp_path / "c.jsonl")]
+    assert main([*command, "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    # An id given is kept; a context without one has its position among the file's contexts.
+    assert [line["context_id"] for line in lines] == ["turn-7", "2"]
+    assert lines[1]["context"]["conversation_id"] is None

@@ -269,3 +269,56 @@ def test_a_line_at_the_limit_is_read(tmp_path: Path) -> None:
     path.write_text(line + " \n", encoding="utf-8")  # one byte more
     with pytest.raises(mr.InvalidInputError):
         mr.read_records(path)
+
+
+def test_context_ids_agree_between_json_lines_arrow_and_batch() -> None:
+    first, second = context(), context(character_id=None, conversation_id=None, scene_id=None)
+    for passed, expected in [
+        ({"a": first, "b": second}, [("a", first), ("b", second)]),
+        ([("a", first), ("b", second)], [("a", first), ("b", second)]),
+        ([first, second], [("1", first), ("2", second)]),
+    ]:
+        lines = io.StringIO()
+        mr.write_contexts(passed, lines)  # type: ignore[arg-type]
+        lines.seek(0)
+        assert mr.read_contexts(lines, with_ids=True) == expected
+        lines.seek(0)
+        assert mr.read_contexts(lines) == [first, second]
+        table = mr.contexts_to_arrow(passed)  # type: ignore[arg-type]
+        assert mr.contexts_from_arrow(table) == expected
+        decided = mr.resolve_batch(mr.records_to_arrow([]), passed)
+        assert decided.num_rows == 0
+    # A context without an id takes its position, so it may meet a given one.
+    lines = io.StringIO()
+    mr.write_contexts([("2", first), second], lines)
+    lines.seek(0)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_contexts(lines)
+    assert (caught.value.kind, caught.value.field, caught.value.line) == (
+        mr.ErrorKind.DUPLICATE_ID,
+        "context_id",
+        2,
+    )
+
+
+def test_a_bad_context_id_or_a_dict_of_columns_is_refused_by_name() -> None:
+    line = {"context_id": 7, "now": "2026-07-30T12:00:00Z", "user_id": "u"}
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.read_contexts(io.StringIO(json.dumps(line)))
+    assert (caught.value.kind, caught.value.field, caught.value.line) == (
+        mr.ErrorKind.WRONG_TYPE,
+        "context_id",
+        1,
+    )
+    columns = {"context_id": ["a"], "now": [day(30)], "user_id": ["u"]}
+    for call in (
+        lambda: mr.contexts_to_arrow(columns),  # type: ignore[arg-type]
+        lambda: mr.write_contexts(columns, io.StringIO()),  # type: ignore[arg-type]
+        lambda: mr.resolve_batch(mr.records_to_arrow([]), columns),
+    ):
+        with pytest.raises(mr.InvalidInputError, match=r"contexts\['context_id'\]") as caught:
+            call()
+        assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.WRONG_TYPE, "contexts")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.contexts_to_arrow([("a", context()), "b"])  # type: ignore[list-item]
+    assert (caught.value.field, caught.value.row) == ("contexts", 1)

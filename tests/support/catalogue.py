@@ -267,7 +267,10 @@ def reject_json_lines(line: str | bytes, *, what: str = "records") -> Where:
     the file and line.
     """
     data = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
-    readers = {"records": mr.read_records, "contexts": mr.read_contexts}
+    readers: dict[str, Callable[[Path], object]] = {
+        "records": mr.read_records,
+        "contexts": mr.read_contexts,
+    }
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "input.jsonl"
         path.write_bytes(data + b"\n")

@@ -28,6 +28,7 @@ from memresolve._model import (
     Resolution,
     RetrievalContext,
     instant_from_text,
+    positional_context_id,
 )
 from memresolve._version import __version__
 from memresolve.errors import ErrorKind, InvalidInputError
@@ -56,9 +57,10 @@ def _print_text(
     out.write(f"  trace: {result.trace.as_log_line()}\n\n")
 
 
-def _json_line(context: RetrievalContext, result: Resolution) -> str:
+def _json_line(context_id: str, context: RetrievalContext, result: Resolution) -> str:
     return json.dumps(
         {
+            "context_id": context_id,
             "context": context_to_json(context),
             "active": [
                 {
@@ -78,13 +80,14 @@ def _json_line(context: RetrievalContext, result: Resolution) -> str:
 
 def run(
     records: Sequence[MemoryRecord],
-    contexts: Sequence[RetrievalContext],
+    contexts: Sequence[tuple[str, RetrievalContext]],
     tombstones: Sequence[ForgetTombstone],
     *,
     output_format: str,
     out: TextIO,
 ) -> None:
-    """Resolve ``records`` in every context and print each decision."""
+    """Resolve ``records`` in every context and print each decision (as JSON Lines, one
+    line per context with its ``context_id``, for ``json``)."""
     if output_format == "text":
         counts = ", ".join(
             _count(len(items), noun)
@@ -95,10 +98,10 @@ def run(
             )
         )
         out.write(f"memresolve {__version__} ({backend_name()} backend): {counts}\n\n")
-    for number, context in enumerate(contexts, start=1):
+    for number, (context_id, context) in enumerate(contexts, start=1):
         result = resolve(records, context, tombstones=tombstones)
         if output_format == "json":
-            out.write(_json_line(context, result) + "\n")
+            out.write(_json_line(context_id, context, result) + "\n")
         else:
             _print_text(out, number, len(contexts), context, result)
 
@@ -224,10 +227,11 @@ def _command(argv: Sequence[str] | None) -> int:
         if args.command == "demo":
             with resources.as_file(STORY) as story:
                 records = read_records(story / "records.jsonl")
-                contexts = read_contexts(story / "contexts.jsonl")
+                contexts = read_contexts(story / "contexts.jsonl", with_ids=True)
                 tombstones = read_tombstones(story / "tombstones.jsonl")
             if args.store is not None:
-                run_store_demo(args.store, records, contexts, tombstones, sys.stdout)
+                turns = [context for _, context in contexts]
+                run_store_demo(args.store, records, turns, tombstones, sys.stdout)
                 return 0
         else:
             records = read_records(args.records)
@@ -239,9 +243,9 @@ def _command(argv: Sequence[str] | None) -> int:
                         kind=ErrorKind.INCONSISTENT,
                         field=given[0],
                     )
-                contexts = read_contexts(args.contexts)
+                contexts = read_contexts(args.contexts, with_ids=True)
             else:
-                contexts = [_query_context(args)]
+                contexts = [(positional_context_id(0), _query_context(args))]
             tombstones = read_tombstones(args.tombstones) if args.tombstones else []
         output_format = "json" if getattr(args, "json", False) else args.format
         run(records, contexts, tombstones, output_format=output_format, out=sys.stdout)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from memresolve._engine import _kernels
+from memresolve._io import contexts_to_arrow
 from memresolve._model import ForgetTombstone, MemoryRecord, Resolution, RetrievalContext
 
 if TYPE_CHECKING:
@@ -49,7 +50,10 @@ def resolve_batch(
     ``RecordBatchReader``, a polars ``DataFrame``, a duckdb relation) or a
     polars ``LazyFrame`` (run once, by its streaming engine). Their columns are
     documented in docs/batch.md; extra columns are ignored, so private text need
-    not be loaded unless ``with_values`` asks for it.
+    not be loaded unless ``with_values`` asks for it. ``contexts`` may also be Python
+    objects, as ``contexts_to_arrow`` takes them: a mapping of ``context_id`` to
+    ``RetrievalContext``, ``(context_id, RetrievalContext)`` pairs, or bare contexts
+    (each then has its 1-based position as its id).
 
     Returns a pyarrow ``Table``, one record batch per 512 contexts, of:
 
@@ -78,6 +82,9 @@ def resolve_batch(
             names the column (``field``), the first bad row (``row``) and the
             kind of problem (``kind``).
     """
+    if isinstance(contexts, Mapping | list | tuple):
+        # Objects, not Arrow: a mapping of context_id to context, pairs, or bare contexts.
+        contexts = contexts_to_arrow(contexts)
     result: pa.Table = _kernels.SELECTED_BATCH(
         records,
         contexts,

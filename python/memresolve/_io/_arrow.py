@@ -41,7 +41,7 @@ the row (``row``) and the problem (``kind``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -63,13 +63,12 @@ from memresolve._model import (
     RetrievalContext,
     Scope,
     Status,
-    Subject,
-    any_text,
     arguments,
+    context_pairs,
+    positional_context_id,
     scope_columns,
     to_micros,
 )
-from memresolve.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -146,8 +145,13 @@ def records_from_arrow(data: object) -> list[MemoryRecord]:
     return read_records_table(data, with_values=True)
 
 
-def contexts_to_arrow(contexts: Iterable[tuple[str, RetrievalContext]]) -> pa.Table:
-    """``(context_id, RetrievalContext)`` pairs as a pyarrow ``Table``."""
+def contexts_to_arrow(
+    contexts: Mapping[str, RetrievalContext]
+    | Iterable[tuple[str, RetrievalContext] | RetrievalContext],
+) -> pa.Table:
+    """Contexts as a pyarrow ``Table``: a mapping of ``context_id`` to context, or
+    ``(context_id, RetrievalContext)`` pairs, or bare contexts (each then has its 1-based
+    position as its id, as in JSON Lines)."""
     pa = pyarrow_module()
     rows = _context_pairs(contexts)
     string = pa.string()
@@ -166,18 +170,12 @@ def contexts_to_arrow(contexts: Iterable[tuple[str, RetrievalContext]]) -> pa.Ta
 
 
 def _context_pairs(contexts: object) -> tuple[tuple[str, RetrievalContext], ...]:
-    """The ``(context_id, RetrievalContext)`` pairs of ``contexts_to_arrow``, checked."""
-    rows = arguments.items(contexts, tuple, "contexts")
-    for row, pair in enumerate(rows):
-        if len(pair) != 2 or not isinstance(pair[1], RetrievalContext):
-            raise InvalidInputError(
-                f"contexts[{row}]: expected a (context_id, RetrievalContext) pair",
-                kind=ErrorKind.WRONG_TYPE,
-                field="contexts",
-                row=row,
-            )
-        any_text(pair[0], Subject(f"contexts[{row}]"), "context_id")
-    return rows
+    """The contexts of ``contexts_to_arrow``, checked, each with its id (its 1-based
+    position when given without one)."""
+    return tuple(
+        (positional_context_id(row) if context_id is None else context_id, context)
+        for row, (context_id, context) in enumerate(context_pairs(contexts))
+    )
 
 
 def contexts_from_arrow(data: object) -> list[tuple[str, RetrievalContext]]:

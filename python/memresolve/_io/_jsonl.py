@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import IO, Any, TypeAlias, TypeGuard, TypeVar
+from typing import IO, Any, Literal, TypeAlias, TypeGuard, TypeVar, overload
 
 from memresolve._io._lines import Source, numbered_lines
 from memresolve._model import (
@@ -30,9 +30,12 @@ from memresolve._model import (
     RetrievalContext,
     Scope,
     Subject,
+    any_text,
     arguments,
     check,
+    context_pairs,
     make_scope,
+    positional_context_id,
     scope_owner,
 )
 from memresolve.errors import ErrorKind, InvalidInputError
@@ -61,7 +64,7 @@ _RECORD_REQUIRED = tuple(name for name in RECORD_FIELDS if name not in RECORD_DE
 _RECORD_OPTIONAL = tuple(name for name in RECORD_FIELDS if name in RECORD_DEFAULTS)
 _INSTANT_FIELDS = ("valid_from", "valid_until", "observed_at")
 _CONTEXT_REQUIRED = ("now", "user_id")
-_CONTEXT_OPTIONAL = ("character_id", "conversation_id", "scene_id")
+_CONTEXT_OPTIONAL = ("context_id", "character_id", "conversation_id", "scene_id")
 _TOMBSTONE_REQUIRED = ("key", "scope", "forgotten_at")
 
 
@@ -219,8 +222,10 @@ def record_from_json(obj: object) -> MemoryRecord:
     return MemoryRecord(**fields)
 
 
-def context_to_json(context: RetrievalContext) -> JsonObject:
-    return {
+def context_to_json(context: RetrievalContext, context_id: str | None = None) -> JsonObject:
+    """The context as a JSON object, with ``context_id`` first when it has one."""
+    named: JsonObject = {} if context_id is None else {"context_id": context_id}
+    return named | {
         "now": _instant_to_json(context.now),
         "user_id": context.user_id,
         "character_id": context.character_id,
@@ -230,9 +235,17 @@ def context_to_json(context: RetrievalContext) -> JsonObject:
 
 
 def context_from_json(obj: object) -> RetrievalContext:
+    return context_pair_from_json(obj)[1]
+
+
+def context_pair_from_json(obj: object) -> tuple[str | None, RetrievalContext]:
+    """The context of a JSON object, with its ``context_id`` (None when it has none)."""
     subject = Subject("context")
     fields = _fields(obj, subject, _CONTEXT_REQUIRED, _CONTEXT_OPTIONAL)
-    return RetrievalContext(
+    context_id = fields.get("context_id")
+    if context_id is not None:
+        context_id = any_text(context_id, subject, "context_id")
+    return context_id, RetrievalContext(
         now=_instant_from_json(fields["now"], subject, "now"),
         user_id=fields["user_id"],
         # Absent or null: a context without that id (docs/spec.md §1.4).
@@ -350,13 +363,61 @@ def write_records(records: Iterable[MemoryRecord], destination: Source) -> None:
     _write(records, MemoryRecord, "records", destination, record_to_json)
 
 
-def read_contexts(source: Source) -> list[RetrievalContext]:
-    """Every retrieval context of a JSON Lines file."""
-    return _read(source, context_from_json)
+@overload
+def read_contexts(
+    source: Source, *, with_ids: Literal[False] = False
+) -> list[RetrievalContext]: ...
+@overload
+def read_contexts(
+    source: Source, *, with_ids: Literal[True]
+) -> list[tuple[str, RetrievalContext]]: ...
+def read_contexts(
+    source: Source, *, with_ids: bool = False
+) -> list[RetrievalContext] | list[tuple[str, RetrievalContext]]:
+    """Every retrieval context of a JSON Lines file; with ``with_ids``, as
+    ``(context_id, RetrievalContext)`` pairs, as ``contexts_from_arrow`` gives them.
+
+    A line's ``context_id`` is optional: a context without one has its 1-based position
+    among the file's contexts (``"1"``, ``"2"``...), as in ``contexts_to_arrow``. Ids are
+    unique in a file (``duplicate-id`` at the later line), given or not.
+    """
+    pairs: list[tuple[str, RetrievalContext]] = []
+    first_line_of: dict[str, int] = {}
+    for name, number, line in numbered_lines(source):
+        if not line.strip():
+            continue
+        given, context = _parse_line(line, context_pair_from_json, name, number)
+        context_id = positional_context_id(len(pairs)) if given is None else given
+        earlier = first_line_of.setdefault(context_id, number)
+        if earlier != number:
+            raise InvalidInputError(
+                f"{name} line {number}: context {context_id!r:.60} repeats the context_id of"
+                f" line {earlier}",
+                kind=ErrorKind.DUPLICATE_ID,
+                field="context_id",
+                line=number,
+            )
+        pairs.append((context_id, context))
+    if with_ids:
+        return pairs
+    return [context for _, context in pairs]
 
 
-def write_contexts(contexts: Iterable[RetrievalContext], destination: Source) -> None:
-    _write(contexts, RetrievalContext, "contexts", destination, context_to_json)
+def write_contexts(
+    contexts: Mapping[str, RetrievalContext]
+    | Iterable[tuple[str, RetrievalContext] | RetrievalContext],
+    destination: Source,
+) -> None:
+    """Write ``contexts`` as JSON Lines: bare contexts as they are, a mapping of
+    ``context_id`` to context or ``(context_id, RetrievalContext)`` pairs with a
+    ``context_id`` on each line. ``read_contexts`` reads them back equal."""
+    # Every item is checked before the destination is opened: nothing half-written.
+    pairs = context_pairs(contexts)
+    with _opened_for_writing(destination) as out:
+        for context_id, context in pairs:
+            row = context_to_json(context, context_id)
+            out.write(json.dumps(row, ensure_ascii=False, allow_nan=False))
+            out.write("\n")
 
 
 def read_tombstones(source: Source) -> list[ForgetTombstone]:

@@ -17,7 +17,9 @@ from memresolve._model._inputs import (
     ForgetTombstone,
     RetrievalContext,
     check_tombstone_scope,
+    context_pairs,
     forget_everywhere,
+    positional_context_id,
 )
 from memresolve._model._records import (
     RECORD_DEFAULTS,
@@ -127,6 +129,7 @@ __all__ = [
     "check_scope",
     "check_tombstone_scope",
     "checked_tombstones",
+    "context_pairs",
     "decision_code",
     "forget_everywhere",
     "from_micros",
@@ -134,6 +137,7 @@ __all__ = [
     "instant_from_text",
     "make_scope",
     "not_a_context",
+    "positional_context_id",
     "record_rows",
     "resolution_of_rows",
     "resolve_prepared",

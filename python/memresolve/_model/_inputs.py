@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -24,7 +24,14 @@ from memresolve._model._scopes import (
 from memresolve._model._validate import Subject
 from memresolve.errors import ErrorKind, InvalidInputError
 
-__all__ = ["ForgetTombstone", "RetrievalContext", "check_tombstone_scope", "forget_everywhere"]
+__all__ = [
+    "ForgetTombstone",
+    "RetrievalContext",
+    "check_tombstone_scope",
+    "context_pairs",
+    "forget_everywhere",
+    "positional_context_id",
+]
 
 T = TypeVar("T")
 
@@ -211,3 +218,60 @@ def check_tombstone_scope(tombstone: ForgetTombstone, row: int) -> Scope:
     for a scope its fast path does not take, so both raise the same error.
     """
     return check_scope(tombstone.scope, Subject(f"tombstones[{row}]"), "scope")
+
+
+def positional_context_id(position: int) -> str:
+    """The id of a context given without one: its 1-based position among the contexts of
+    its call or file, as text (``"1"``, ``"2"``...), the same in every form."""
+    return str(position + 1)
+
+
+def context_pairs(
+    contexts: object, field: str = "contexts"
+) -> tuple[tuple[str | None, RetrievalContext], ...]:
+    """The contexts of a call that takes several, each with the id it was given (None:
+    none given), checked: a mapping of ``context_id`` to ``RetrievalContext``, or an
+    iterable whose items are ``(context_id, RetrievalContext)`` pairs or bare contexts.
+
+    A mapping whose values are not contexts (a dict of columns) names the first such key.
+    """
+    if isinstance(contexts, Mapping):
+        pairs: list[tuple[str | None, RetrievalContext]] = []
+        for key, context in contexts.items():
+            subject = Subject(f"{field}[{key!r:.60}]")
+            context_id = check.any_text(key, subject, "context_id")
+            if not isinstance(context, RetrievalContext):
+                raise InvalidInputError(
+                    f"{subject.label}: expected a RetrievalContext, got {type(context).__name__}"
+                    " (a mapping of context_id to RetrievalContext; columns go in an Arrow"
+                    " table)",
+                    kind=ErrorKind.WRONG_TYPE,
+                    field=field,
+                )
+            pairs.append((context_id, context))
+        return tuple(pairs)
+    if isinstance(contexts, str | bytes) or not isinstance(contexts, Iterable):
+        raise InvalidInputError(
+            f"{field}: expected a mapping of context_id to RetrievalContext, or an iterable of"
+            f" RetrievalContext or (context_id, RetrievalContext) pairs, got"
+            f" {type(contexts).__name__}",
+            kind=ErrorKind.WRONG_TYPE,
+            field=field,
+        )
+    checked: list[tuple[str | None, RetrievalContext]] = []
+    for row, item in enumerate(contexts):
+        if isinstance(item, RetrievalContext):
+            checked.append((None, item))
+            continue
+        if not (
+            isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], RetrievalContext)
+        ):
+            raise InvalidInputError(
+                f"{field}[{row}]: expected a RetrievalContext or a (context_id,"
+                f" RetrievalContext) pair, got {type(item).__name__}",
+                kind=ErrorKind.WRONG_TYPE,
+                field=field,
+                row=row,
+            )
+        checked.append((check.any_text(item[0], Subject(f"{field}[{row}]"), "context_id"), item[1]))
+    return tuple(checked)
