@@ -322,3 +322,49 @@ def test_a_bad_context_id_or_a_dict_of_columns_is_refused_by_name() -> None:
     with pytest.raises(mr.InvalidInputError) as caught:
         mr.contexts_to_arrow([("a", context()), "b"])  # type: ignore[list-item]
     assert (caught.value.field, caught.value.row) == ("contexts", 1)
+
+
+@given(scenario=scenarios())
+def test_from_dict_reads_the_json_lines_shape_as_the_reader_does(scenario: Scenario) -> None:
+    for record in scenario.records:
+        nested = record_to_json(record)
+        assert mr.MemoryRecord.from_dict(nested) == record
+        assert mr.MemoryRecord.from_dict(record.to_dict()) == record
+        # A nested row may also hold objects: a Scope and datetimes.
+        objects = nested | {"scope": record.scope, "valid_from": record.valid_from}
+        assert mr.MemoryRecord.from_dict(objects) == record
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"scope": {"kind": "user"}},
+        {"scope": {"kind": "planet", "user_id": "u"}},
+        {"scope": {"kind": "user", "user_id": "u", "scene_id": "s"}},
+        {"valid_from": "2026-07-01T00:00:00"},
+        {"valid_until": "yesterday"},
+        {"status": "Active"},
+    ],
+)
+def test_a_bad_nested_row_fails_as_the_json_lines_reader_does(change: dict[str, object]) -> None:
+    line = record_to_json(corrected_marlowe) | change
+    with pytest.raises(mr.InvalidInputError) as from_reader:
+        mr.read_records(io.StringIO(json.dumps(line)))
+    with pytest.raises(mr.InvalidInputError) as from_row:
+        mr.MemoryRecord.from_dict(line)
+    assert (from_row.value.kind, from_row.value.field, from_row.value.record_id) == (
+        from_reader.value.kind,
+        from_reader.value.field,
+        from_reader.value.record_id,
+    )
+
+
+def test_a_row_with_a_nested_scope_and_flat_scope_columns_is_inconsistent() -> None:
+    row = corrected_marlowe.to_dict() | {"scope": {"kind": "user", "user_id": "u-ada"}}
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.MemoryRecord.from_dict(row)
+    assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.INCONSISTENT, "scope_kind")
+    # Flat columns left None (as a table with every column gives them) are not a shape.
+    empty = dict.fromkeys(("scope_kind", "user_id", "character_id", "conversation_id", "scene_id"))
+    nested = record_to_json(corrected_marlowe)
+    assert mr.MemoryRecord.from_dict(nested | empty) == corrected_marlowe

@@ -22,21 +22,18 @@ from memresolve._io._lines import Source, numbered_lines
 from memresolve._model import (
     RECORD_DEFAULTS,
     RECORD_FIELDS,
-    SCOPE_ID_COLUMNS,
-    SCOPE_OWNER_COLUMN,
-    SCOPE_TYPES,
     ForgetTombstone,
     MemoryRecord,
     RetrievalContext,
-    Scope,
     Subject,
     any_text,
     arguments,
     check,
     context_pairs,
-    make_scope,
+    json_type_name,
     positional_context_id,
-    scope_owner,
+    scope_from_json,
+    scope_to_json,
 )
 from memresolve.errors import ErrorKind, InvalidInputError
 
@@ -58,7 +55,6 @@ __all__ = [
 JsonObject: TypeAlias = dict[str, Any]
 T = TypeVar("T")
 
-_SCOPE_TYPES: dict[str, type[Scope]] = {scope.kind.value: scope for scope in SCOPE_TYPES}
 # The record's own tables: the fields with a default may be left out (and take it).
 _RECORD_REQUIRED = tuple(name for name in RECORD_FIELDS if name not in RECORD_DEFAULTS)
 _RECORD_OPTIONAL = tuple(name for name in RECORD_FIELDS if name in RECORD_DEFAULTS)
@@ -80,7 +76,7 @@ def _instant_from_json(value: object, subject: Subject, field: str) -> datetime:
         subject.fail(
             field,
             ErrorKind.WRONG_TYPE,
-            f"must be an ISO-8601 string with a UTC offset, got {_json_type(value)}",
+            f"must be an ISO-8601 string with a UTC offset, got {json_type_name(value)}",
         )
     return check.instant_text(value, subject, field)
 
@@ -89,18 +85,13 @@ def _optional_instant_from_json(value: object, subject: Subject, field: str) -> 
     return None if value is None else _instant_from_json(value, subject, field)
 
 
-def _json_type(value: object) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
-    return names.get(type(value), "number")
-
-
 def _fields(
     obj: object, subject: Subject, required: Iterable[str], optional: Iterable[str] = ()
 ) -> Mapping[str, Any]:
     """The object's fields, after checking that none is missing and none is unknown."""
     if not isinstance(obj, dict):
         raise InvalidInputError(
-            f"{subject.label}: expected a JSON object, got {_json_type(obj)}",
+            f"{subject.label}: expected a JSON object, got {json_type_name(obj)}",
             kind=ErrorKind.WRONG_TYPE,
             record_id=subject.record_id,
         )
@@ -117,56 +108,6 @@ def _fields(
                 f"is not a known field (expected: {', '.join(sorted(known))})",
             )
     return obj
-
-
-def scope_to_json(scope: Scope) -> JsonObject:
-    """``{"kind": ..., <its ids>}``, and the owner as ``user_id`` when there is one."""
-    names = SCOPE_ID_COLUMNS[scope.kind]
-    obj: JsonObject = {"kind": scope.kind.value, **dict(zip(names, scope.fields, strict=True))}
-    owner = scope_owner(scope)
-    if owner is not None:
-        obj[str(SCOPE_OWNER_COLUMN[scope.kind])] = owner
-    return obj
-
-
-def scope_from_json(value: object, subject: Subject, field: str = "scope") -> Scope:
-    nested = Subject(subject.label, subject.record_id)
-    if not isinstance(value, dict):
-        nested.fail(
-            field,
-            ErrorKind.WRONG_TYPE,
-            f"must be an object with a 'kind' and that kind's ids, got {_json_type(value)}",
-        )
-    if "kind" not in value:
-        nested.fail(f"{field}.kind", ErrorKind.MISSING, "is missing")
-    kind = value["kind"]
-    if not isinstance(kind, str):
-        nested.fail(
-            f"{field}.kind", ErrorKind.WRONG_TYPE, f"must be a string, got {_json_type(kind)}"
-        )
-    if kind not in _SCOPE_TYPES:
-        nested.fail(
-            f"{field}.kind",
-            ErrorKind.UNKNOWN_VALUE,
-            f"has unknown value {kind!r}; expected one of " + ", ".join(map(repr, _SCOPE_TYPES)),
-        )
-    scope_type = _SCOPE_TYPES[kind]
-    names = SCOPE_ID_COLUMNS[scope_type.kind]
-    owner_column = SCOPE_OWNER_COLUMN[scope_type.kind]
-    for name in value:
-        if name != "kind" and name not in names and name != owner_column:
-            nested.fail(
-                f"{field}.{name}", ErrorKind.UNKNOWN_FIELD, f"is not a field of a {kind} scope"
-            )
-    ids = []
-    for name in names:
-        if name not in value:
-            nested.fail(f"{field}.{name}", ErrorKind.MISSING, "is missing")
-        ids.append(check.text(value[name], nested, f"{field}.{name}"))
-    owner = None
-    if owner_column is not None:
-        owner = check.optional_text(value.get(owner_column), nested, f"{field}.{owner_column}")
-    return make_scope(scope_type.kind, ids, owner)
 
 
 def record_to_json(record: MemoryRecord) -> JsonObject:
@@ -213,7 +154,7 @@ def record_from_json(obj: object) -> MemoryRecord:
         subject.fail(
             "source_message_ids",
             ErrorKind.WRONG_TYPE,
-            f"must be an array, got {_json_type(source_ids)}",
+            f"must be an array, got {json_type_name(source_ids)}",
         )
     fields["scope"] = scope_from_json(fields["scope"], subject)
     for name in _INSTANT_FIELDS:

@@ -21,6 +21,7 @@ from memresolve._model._inputs import (
     forget_everywhere,
     positional_context_id,
 )
+from memresolve._model._json import json_type_name, scope_from_json, scope_to_json
 from memresolve._model._records import (
     RECORD_DEFAULTS,
     RECORD_FIELDS,
@@ -135,6 +136,7 @@ __all__ = [
     "from_micros",
     "instant",
     "instant_from_text",
+    "json_type_name",
     "make_scope",
     "not_a_context",
     "positional_context_id",
@@ -145,8 +147,10 @@ __all__ = [
     "scope_columns",
     "scope_from_columns",
     "scope_from_id",
+    "scope_from_json",
     "scope_id",
     "scope_owner",
+    "scope_to_json",
     "seen_scope_ids",
     "text",
     "to_micros",

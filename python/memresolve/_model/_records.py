@@ -288,9 +288,12 @@ class _RecordMethods:
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> Self:
         """The record of a flat ``row``, named as the Arrow columns (``scope_kind``,
-        ``user_id``, ...; see ``to_dict``). Missing optional fields take the
-        record defaults; an unknown name, or an id the scope kind does not use,
-        is an ``InvalidInputError``.
+        ``user_id``, ...; see ``to_dict``), or of a row in the JSON Lines shape (a
+        nested ``scope`` object such as ``{"kind": "user", "user_id": "u1"}``, instants
+        as ISO-8601 text with an offset), as API payloads carry records. Missing
+        optional fields take the record defaults; an unknown name, an id the scope
+        kind does not use, or a row with both a nested ``scope`` and flat scope
+        columns (``inconsistent``) is an ``InvalidInputError``.
         """
         return _rows.from_row(cls, row, RECORD_FIELDS, normalize_record_field)
 

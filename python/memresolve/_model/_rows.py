@@ -2,7 +2,9 @@
 
 A row holds every field of a record, the scope flattened into ``scope_kind``
 and the four id columns (``docs/spec.md`` §4.1): ``to_row`` writes one,
-``from_row`` reads one back into an equal record. Reading is strict, as every
+``from_row`` reads one back into an equal record. ``from_row`` also reads the
+JSON Lines shape (a nested ``scope`` object, ISO-8601 instants); a row with
+both a nested scope and flat scope columns is ``inconsistent``. Reading is strict, as every
 reader is: an unknown name is ``unknown-field``, a missing required one
 ``missing`` (the record defaults fill the optional ones, as in the
 constructor), and an id the scope kind does not use ``inconsistent``.
@@ -13,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from memresolve._model._json import scope_from_json
 from memresolve._model._scopes import Scope, make_scope, scope_owner
 from memresolve._model._types import ID_COLUMNS, SCOPE_ID_COLUMNS, SCOPE_OWNER_COLUMN, ScopeKind
-from memresolve._model._validate import Subject
+from memresolve._model._validate import Subject, instant_text
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["ROW_FIELDS", "from_row", "scope_columns", "scope_from_columns", "to_row"]
@@ -23,6 +26,9 @@ __all__ = ["ROW_FIELDS", "from_row", "scope_columns", "scope_from_columns", "to_
 T = TypeVar("T")
 
 #: The fields of a row, in order: the record's, with the scope flattened.
+_FLAT_SCOPE = ("scope_kind", *ID_COLUMNS)
+_INSTANT_FIELDS = ("valid_from", "valid_until", "observed_at")
+
 ROW_FIELDS: tuple[str, ...] = (
     "id",
     "key",
@@ -135,10 +141,7 @@ def from_row(
         if isinstance(record_id, str) and record_id
         else Subject("record")
     )
-    for name in row:
-        if name not in ROW_FIELDS:
-            shown = name if isinstance(name, str) else repr(name)
-            subject.fail(shown, ErrorKind.UNKNOWN_FIELD, "is not a field of a record row")
+    nested = _check_names(row, subject)
     checked_id: str | None = None
     for name in record_fields[: record_fields.index("scope")]:
         if name not in row:
@@ -147,5 +150,30 @@ def from_row(
         if name == "id":
             checked_id = value  # type: ignore[assignment]
     fields = {name: row[name] for name in record_fields if name != "scope" and name in row}
-    fields["scope"] = scope_from_columns(row, subject)
+    if not nested:
+        fields["scope"] = scope_from_columns(row, subject)
+        return build(**fields)
+    # The JSON Lines shape: the scope as an object, instants as ISO-8601 text (or datetimes).
+    scope = row["scope"]
+    fields["scope"] = scope_from_json(scope, subject) if isinstance(scope, dict) else scope
+    for name in _INSTANT_FIELDS:
+        if isinstance(fields.get(name), str):
+            fields[name] = instant_text(fields[name], subject, name)
     return build(**fields)
+
+
+def _check_names(row: Mapping[Any, Any], subject: Subject) -> bool:
+    """Refuses a name that is no field and a row of both shapes; whether it is nested."""
+    nested = "scope" in row
+    for name in row:
+        if name not in ROW_FIELDS and name != "scope":
+            shown = name if isinstance(name, str) else repr(name)
+            subject.fail(shown, ErrorKind.UNKNOWN_FIELD, "is not a field of a record row")
+    flat_scope = [name for name in _FLAT_SCOPE if row.get(name) is not None]
+    if nested and flat_scope:
+        subject.fail(
+            flat_scope[0],
+            ErrorKind.INCONSISTENT,
+            "is a flat scope column, but the row also has a nested 'scope': give one shape",
+        )
+    return nested
