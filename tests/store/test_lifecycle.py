@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+from contextlib import closing
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import memresolve as mr
+from memresolve._model import Subject
 from memresolve.testing.strategies import Scenario, instants, scenarios
 from profiles import PARITY_EXAMPLES
 from store_cases import CONTEXT, record, t
@@ -167,3 +171,83 @@ def test_forget_stamps_at_and_keeps_forgotten_at_one_release_as_a_deprecated_ali
         with pytest.raises(mr.InvalidInputError) as caught:
             store.forget("pet.name", mr.UserScope("u1"), **arguments)
         assert (caught.value.kind, caught.value.field) == (kind, field)
+
+
+# Listing: a profile page's reads -------------------------------------------------------------
+
+_ADA_SCOPES = [
+    mr.UserScope("u-ada"),
+    mr.CharacterScope("u-ada", "c-rowan"),
+    mr.ConversationScope("conv-1", user_id="u-ada"),
+    mr.SceneScope("conv-1", "s-1", user_id="u-ada"),
+]
+
+
+def _listed_store() -> mr.MemoryStore:
+    store = mr.MemoryStore()
+    mine = [
+        record(f"ada-{n}", "v", key=f"k{n % 2}", scope=scope) for n, scope in enumerate(_ADA_SCOPES)
+    ]
+    others = [
+        record("bob-0", key="k0", scope=mr.UserScope("u-bob")),
+        record("bob-1", key="k9", scope=mr.ConversationScope("conv-1", user_id="u-bob")),
+        record("shared", key="k0", scope=mr.ConversationScope("conv-1")),
+    ]
+    store.add([*mine, *others])
+    return store
+
+
+def test_records_of_a_user_are_what_it_owns_and_never_a_shared_conversation() -> None:
+    store = _listed_store()
+    assert [r.id for r in store.records(user_id="u-ada")] == ["ada-0", "ada-1", "ada-2", "ada-3"]
+    assert [r.id for r in store.records(user_id="u-ada", key="k1")] == ["ada-1", "ada-3"]
+    assert [r.id for r in store.records(key="k0")] == ["ada-0", "ada-2", "bob-0", "shared"]
+    scope = mr.ConversationScope("conv-1", user_id="u-ada")
+    assert [r.id for r in store.records(user_id="u-ada", scope=scope)] == ["ada-2"]
+    assert [r.id for r in store.records(scope=mr.ConversationScope("conv-1"))] == ["shared"]
+    assert len(list(store.records())) == 7
+    assert store.keys(user_id="u-ada") == ("k0", "k1")
+    assert store.keys(user_id="u-nobody") == ()
+
+
+def test_a_scope_that_is_not_the_users_is_inconsistent() -> None:
+    store = _listed_store()
+    for scope in (mr.UserScope("u-bob"), mr.ConversationScope("conv-1")):
+        with pytest.raises(mr.InvalidInputError) as caught:
+            list(store.records(user_id="u-ada", scope=scope))
+        assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.INCONSISTENT, "scope")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        store.keys(user_id="")
+    assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.EMPTY, "user_id")
+
+
+def test_keys_leave_out_a_key_whose_records_are_all_forgotten() -> None:
+    store = _listed_store()
+    store.forget("k1", mr.CharacterScope("u-ada", "c-rowan"), at=t(20))
+    assert store.keys(user_id="u-ada") == ("k0", "k1")  # ada-3 still holds k1
+    store.forget("k1", mr.SceneScope("conv-1", "s-1", user_id="u-ada"), at=t(20))
+    assert store.keys(user_id="u-ada") == ("k0",)
+    # The records stay listed, their text erased.
+    assert [r.value for r in store.records(user_id="u-ada", key="k1")] == ["", ""]
+
+
+def _plan(db: sqlite3.Connection, query: str, parameters: tuple[str, ...]) -> str:
+    return " ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {query}", parameters))
+
+
+def test_a_users_records_and_keys_are_read_through_an_index(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with mr.MemoryStore(path) as store:
+        store.add([record("m1")])
+    from memresolve._store import _lifecycle  # noqa: PLC0415 - the filter under test
+
+    with closing(sqlite3.connect(path)) as db:
+        for user, key, scope, index in [
+            ("u1", None, None, "records_by_user"),
+            ("u1", "k", None, "records_by_user"),
+            (None, "k", mr.UserScope("u1"), "records_by_scope"),
+        ]:
+            where, parameters = _lifecycle.record_filter(user, key, scope, Subject("records"))
+            plan = _plan(db, f"SELECT * FROM records {where}", parameters)
+            assert f"USING INDEX {index}" in plan, plan
+        assert "USING INDEX records_by_user" in _plan(db, _lifecycle.USER_KEYS, ("u1",))

@@ -13,10 +13,34 @@ from datetime import datetime
 from typing import Final
 
 from memresolve._engine import purged_records
-from memresolve._model import ForgetTombstone, MemoryRecord, Status, Subject, instant, to_micros
+from memresolve._model import (
+    CharacterScope,
+    ForgetTombstone,
+    MemoryRecord,
+    Scope,
+    Status,
+    Subject,
+    UserScope,
+    check,
+    check_scope,
+    instant,
+    scope_id,
+    scope_owner,
+    to_micros,
+)
 from memresolve.errors import ErrorKind
 
-__all__ = ["instant_argument", "retraction_id", "retraction_targets"]
+__all__ = [
+    "USER_KEYS",
+    "instant_argument",
+    "record_filter",
+    "retraction_id",
+    "retraction_targets",
+]
+
+#: The keys a user's records hold but for keys whose every record is erased, through the
+#: index on ``records.user_id``.
+USER_KEYS: Final = "SELECT DISTINCT key FROM records WHERE user_id = ? AND erased = 0 ORDER BY key"
 
 #: The namespace of retraction ids (UUID version 5): a retried ``retract`` derives the
 #: same id for the same record and instant.
@@ -89,3 +113,44 @@ def instant_argument(at: datetime | None, forgotten_at: datetime | None, call: s
         stacklevel=4,
     )
     return instant(forgotten_at, subject, "forgotten_at")
+
+
+def record_filter(
+    user_id: object, key: object, scope: object, subject: Subject
+) -> tuple[str, tuple[str, ...]]:
+    """The ``WHERE`` clause (empty for no filter) and parameters of ``records``' filters,
+    checked. Each is served by an index but ``key`` alone: ``records.user_id`` holds the
+    user of a user or character scope and the owner of an owned one (null when unowned),
+    and ``records_by_scope`` is on (scope_id, key)."""
+    user = check.optional_text(user_id, subject, "user_id")
+    wanted_key = check.optional_text(key, subject, "key")
+    wanted_scope: Scope | None = None if scope is None else check_scope(scope, subject, "scope")
+    clauses: list[str] = []
+    parameters: list[str] = []
+    if wanted_scope is not None:
+        owner = _owner_of(wanted_scope)
+        if user is not None and owner != user:
+            subject.fail(
+                "scope",
+                ErrorKind.INCONSISTENT,
+                "is not owned by user_id"
+                + (" (an unowned scope is nobody's)" if owner is None else " but by another user"),
+            )
+        clauses.append("records.scope_id = ?")
+        parameters.append(scope_id(wanted_scope))
+    elif user is not None:
+        clauses.append("records.user_id = ?")
+        parameters.append(user)
+    if wanted_key is not None:
+        clauses.append("records.key = ?")
+        parameters.append(wanted_key)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    return where, tuple(parameters)
+
+
+def _owner_of(scope: Scope) -> str | None:
+    """The user a scope belongs to: a user or character scope's user, an owned
+    conversation or scene's owner; None for an unowned one (``docs/spec.md`` §4.3)."""
+    if isinstance(scope, UserScope | CharacterScope):
+        return scope.user_id
+    return scope_owner(scope)

@@ -410,7 +410,7 @@ class MemoryStore:
         with self._core.reading() as connection:
             prepared = self._core.cache.candidates(context)
             candidates, tombstones = prepared.records, self._core.cache.tombstones(context)
-            record = next((r for r in candidates if r.id == wanted), None) or _get(
+            record = next((r for r in candidates if r.id == wanted), None) or sql.get_record(
                 connection, wanted
             )
         if record is None:
@@ -449,7 +449,7 @@ class MemoryStore:
         """The record with ``record_id`` (its text erased if a tombstone blocks it), or None."""
         wanted = text(record_id, Subject("get"), "record_id")
         with self._core.lock:
-            return _get(self._core.connection, wanted)
+            return sql.get_record(self._core.connection, wanted)
 
     @_guarded
     def __len__(self) -> int:
@@ -458,19 +458,45 @@ class MemoryStore:
         return count
 
     @_guarded
-    def records(self) -> Iterator[MemoryRecord]:
-        """Every record, by id (read in one snapshot)."""
-        with self._core.lock:
-            rows = self._core.connection.execute(
-                f"{schema.SELECT_RECORDS} ORDER BY records.id"
+    def records(
+        self, *, user_id: str | None = None, key: str | None = None, scope: Scope | None = None
+    ) -> Iterator[MemoryRecord]:
+        """The records that match every filter given (all of them with none), by id, read
+        in one snapshot; erased records come with their text erased.
+
+        ``user_id``: the records the user owns (its user and character scopes, the
+        conversations and scenes it owns), read through an index: the cost follows the
+        user's records, not the store's. Unowned conversations are nobody's. ``scope``:
+        that scope's records, through an index (with ``key`` too). ``key`` alone reads every
+        record of the store (no index serves it: an index on keys alone would cost every
+        write for an administrator's query).
+
+        Raises:
+            InvalidInputError: a filter breaks a rule, or ``scope`` is not ``user_id``'s
+                (``inconsistent``: an unowned scope, or another user's).
+        """
+        where, parameters = lifecycle.record_filter(user_id, key, scope, Subject("records"))
+        with self._core.reading() as connection:
+            rows = connection.execute(
+                f"{schema.SELECT_RECORDS} {where} ORDER BY records.id", parameters
             ).fetchall()
         return (schema.record_from_row(row) for row in rows)
+
+    @_guarded
+    def keys(self, *, user_id: str) -> tuple[str, ...]:
+        """The keys of the records ``user_id`` owns, sorted, read through an index: what a
+        profile page ("what do you remember about me?") lists. A key whose every record
+        was erased (forgotten) is left out: the user asked to forget it."""
+        user = text(user_id, Subject("keys"), "user_id")
+        with self._core.reading() as connection:
+            found = connection.execute(lifecycle.USER_KEYS, (user,)).fetchall()
+        return tuple(row[0] for row in found)
 
     @_guarded
     def tombstones(self) -> tuple[ForgetTombstone, ...]:
         """Every tombstone."""
         with self._core.lock:
-            rows = _all_tombstones(self._core.connection)
+            rows = sql.all_tombstone_rows(self._core.connection)
         return tuple(schema.tombstone_from_row(row) for row in rows)
 
     @_guarded
@@ -485,7 +511,7 @@ class MemoryStore:
         (``to_arrow()`` then ``tombstones()`` could straddle another connection's write)."""
         with self._core.reading() as connection:
             rows = connection.execute(f"{schema.SELECT_RECORDS} ORDER BY records.id").fetchall()
-            tombstone_rows = _all_tombstones(connection)
+            tombstone_rows = sql.all_tombstone_rows(connection)
         return ArrowExport(
             records=records_to_arrow(schema.record_from_row(row) for row in rows),
             tombstones=tombstones_to_arrow(
@@ -522,24 +548,13 @@ class MemoryStore:
     aadd = in_thread(add)
     aadd_arrow = in_thread(add_arrow)
     aretract = in_thread(retract)
+    arecords = in_thread(records)
+    akeys = in_thread(keys)
     aforget = in_thread(forget)
     aforget_everywhere = in_thread(forget_everywhere)
     anormalize = in_thread(normalize)
     aerase_user = in_thread(erase_user)
     awipe = in_thread(wipe)
-
-
-def _get(connection: sqlite3.Connection, record_id: str) -> MemoryRecord | None:
-    row = connection.execute(
-        f"{schema.SELECT_RECORDS} WHERE records.id = ?", (record_id,)
-    ).fetchone()
-    return None if row is None else schema.record_from_row(row)
-
-
-def _all_tombstones(connection: sqlite3.Connection) -> list[sqlite3.Row]:
-    return connection.execute(
-        "SELECT * FROM tombstones ORDER BY scope_id, key, forgotten_at"
-    ).fetchall()
 
 
 def _outcome(resolution: Resolution, record_id: str) -> Reason | None:

@@ -9,14 +9,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any, Final, NamedTuple
 
-from memresolve._model import ForgetTombstone
+from memresolve._model import ForgetTombstone, MemoryRecord
 from memresolve._store import _schema as schema
 
 __all__ = [
     "Known",
+    "all_tombstone_rows",
     "chunks",
     "delete_user",
     "erase_text",
+    "get_record",
     "insert_records",
     "known_hashes",
     "marks",
@@ -205,3 +207,18 @@ def rebuild_text(connection: sqlite3.Connection) -> None:
     connection.execute(_REBUILT_TEXT)
     connection.execute("DROP TABLE record_text")
     connection.execute("ALTER TABLE record_text_compacted RENAME TO record_text")
+
+
+def get_record(connection: sqlite3.Connection, record_id: str) -> MemoryRecord | None:
+    """The record ``record_id`` as stored (its text erased if it was), or None."""
+    row = connection.execute(
+        f"{schema.SELECT_RECORDS} WHERE records.id = ?", (record_id,)
+    ).fetchone()
+    return None if row is None else schema.record_from_row(row)
+
+
+def all_tombstone_rows(connection: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every tombstone's row, in the store's order."""
+    return connection.execute(
+        "SELECT * FROM tombstones ORDER BY scope_id, key, forgotten_at"
+    ).fetchall()
