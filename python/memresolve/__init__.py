@@ -78,7 +78,7 @@ from memresolve._model import (
     scope_id,
     to_prompt_memory,
 )
-from memresolve._store import ArrowExport, ErasedUser, MemoryStore
+from memresolve._store import ArrowExport, ErasedUser, MemoryStore, Observation, ObserveOutcome
 from memresolve._version import __version__
 from memresolve.errors import (
     BackendUnavailableError,
@@ -157,6 +157,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not sorted
     "MemoryStore",
     "ArrowExport",
     "ErasedUser",
+    "Observation",
+    "ObserveOutcome",
     # Errors and warnings (memresolve.errors)
     "MemresolveError",
     "InvalidInputError",

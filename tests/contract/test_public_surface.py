@@ -26,7 +26,7 @@ PUBLIC_NAMES = [
     "tombstones_from_arrow", "tombstones_to_arrow", "read_records", "read_contexts",
     "read_tombstones", "write_records", "write_contexts", "write_tombstones",
     "resolve_dataset", "DatasetSummary", "normalize_dataset", "forget_sweep_dataset", "JobSummary",
-    "MemoryStore", "ArrowExport", "ErasedUser",
+    "MemoryStore", "ArrowExport", "ErasedUser", "Observation", "ObserveOutcome",
     "MemresolveError", "InvalidInputError", "ErrorKind", "BackendUnavailableError",
     "InternalError", "MemoryLimitError", "StoreError", "StoreBusyError", "StoreClosedError",
     "StoreDamagedError", "ErasureDelayedWarning",

@@ -70,6 +70,8 @@ def valid_argument(function: str, parameter: inspect.Parameter, scratch: Path) -
         # The store's forget stamps ``at``; ``forgotten_at`` is its deprecated alias.
         "forgotten_at": None if function in ("forget", "aforget") else T,
         "key": "k",
+        "authority": "model-inferred",
+        "confidence": 0.5,
         "scope": mr.UserScope("u"),
         "record": RECORD,
         "user_id": "u",

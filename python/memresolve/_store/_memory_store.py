@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Concatenate, Final, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import pyarrow as pa
 
@@ -37,6 +37,8 @@ from memresolve._engine import (
 )
 from memresolve._io import records_from_arrow, records_to_arrow, tombstones_to_arrow
 from memresolve._model import (
+    Authority,
+    AuthorityName,
     ForgetTombstone,
     MemoryRecord,
     Reason,
@@ -45,6 +47,7 @@ from memresolve._model import (
     Scope,
     Subject,
     arguments,
+    check,
     check_records,
     check_scope,
     forget_everywhere,
@@ -56,17 +59,17 @@ from memresolve._model import (
 )
 from memresolve._store import _errors as errors
 from memresolve._store import _lifecycle as lifecycle
+from memresolve._store import _observe as observation
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql
+from memresolve._store import _writes as writes
 from memresolve._store._async import in_thread
 from memresolve._store._core import StoreCore
 from memresolve._store._lifecycle import instant_argument
-from memresolve.errors import ErrorKind, InvalidInputError, StoreClosedError
+from memresolve._store._observe import Observation, ObserveOutcome
+from memresolve.errors import ErrorKind, StoreClosedError
 
 __all__ = ["ArrowExport", "ErasedUser", "MemoryStore"]
-
-#: What an erased record's ``value`` holds.
-_ERASED_TEXT: Final = ""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -195,42 +198,60 @@ class MemoryStore:
 
     def _add_checked(self, connection: sqlite3.Connection, checked: Sequence[MemoryRecord]) -> int:
         """``add`` of checked records inside a write transaction."""
-        rows = [schema.record_row(record) for record in checked]
-        known = sql.known_hashes(connection, [row["id"] for row in rows])
-        new: list[tuple[int, dict[str, Any]]] = []
-        for index, row in enumerate(rows):
-            stored = known.get(row["id"])
-            if stored is None:
-                new.append((index, row))
-            elif stored.hash != (schema.erased_hash(row) if stored.erased else row["content_hash"]):
-                raise InvalidInputError(
-                    f"record {row['id']!r}: field 'id' is already in the store with other content",
-                    kind=ErrorKind.DUPLICATE_ID,
-                    record_id=row["id"],
-                    field="id",
-                    row=index,
-                )
-        # The forget sweep's rule: text a tombstone blocks, or of a record stored
-        # ``forgotten``, is never stored.
-        purged = {
-            record.id
-            for record, _ in purged_records(
-                tuple(checked[index] for index, _ in new),
-                tuple(sql.tombstones_of(connection, [row["scope_id"] for _, row in new])),
-            )
-        }
-        stored_records: list[tuple[str, MemoryRecord]] = []
-        for index, row in new:
-            record = checked[index]
-            if row["id"] in purged:
-                row.update(value=_ERASED_TEXT, source_message_ids="", erased=1)
-                row["content_hash"] = schema.erased_hash(row)
-                record = _erased(record)
-            stored_records.append((row["scope_id"], record))
-        sql.insert_records(connection, [row for _, row in new])
-        # In the transaction: a failed commit drops the cache whole.
-        self._core.cache.append(stored_records)
-        return len(new)
+        return writes.add_checked(connection, self._core.cache, checked)
+
+    @_guarded
+    def observe(
+        self,
+        key: str,
+        value: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        authority: Authority | AuthorityName,
+        confidence: float,
+        source_message_ids: Iterable[str] = (),
+        observed_at: datetime | None = None,
+        valid_until: datetime | None = None,
+        id: str | None = None,
+        idempotency_key: str | None = None,
+        over_stronger: bool = False,
+    ) -> Observation:
+        """The extractor's one call: ``value`` is what ``key`` holds in ``scope`` from ``at``
+        on, decided against the slot's winner at ``at`` in the narrowest context that sees
+        ``scope``, read and written in one transaction (``docs/store.md``, "Observing"):
+        ``unchanged`` when the winner already says it with at least this authority;
+        ``refused`` when the winner's authority is stronger (``over_stronger=True`` asks
+        anyway); else ``added``, superseding the winner. With no ``id`` the id derives
+        from public fields (never the value or message ids), so a retry changes nothing.
+
+        Raises:
+            InvalidInputError: an argument breaks a record's rule (naming the field), or
+                the id is stored with other content (``duplicate-id``).
+        """
+        observed = observation.build(
+            key,
+            value,
+            scope,
+            at=at,
+            authority=authority,
+            confidence=confidence,
+            source_message_ids=source_message_ids,
+            observed_at=observed_at,
+            valid_until=valid_until,
+            id=id,
+            idempotency_key=idempotency_key,
+        )
+        wanted = check.flag(over_stronger, "over_stronger")
+        with self._core.writing() as connection:
+            stored = observation.stored_retry(connection, observed)
+            if stored is not None:
+                return Observation(ObserveOutcome.UNCHANGED, stored)
+            winner = observation.slot_winner(connection, observed.key, observed.scope, at)
+            outcome, record = observation.decide(observed, winner, over_stronger=wanted)
+            if outcome is ObserveOutcome.ADDED:
+                self._add_checked(connection, (record,))
+        return Observation(outcome, record)
 
     @_guarded
     def retract(self, key: str, scope: Scope, *, at: datetime) -> tuple[MemoryRecord, ...]:
@@ -329,7 +350,7 @@ class MemoryStore:
                 self._core.cache.forget(
                     row["scope_id"],
                     tombstone if new else None,
-                    [_erased(record) for record in candidates if record.id in blocked],
+                    [writes.erased(record) for record in candidates if record.id in blocked],
                 )
         return tuple(sorted(erased))
 
@@ -548,6 +569,7 @@ class MemoryStore:
     aadd = in_thread(add)
     aadd_arrow = in_thread(add_arrow)
     aretract = in_thread(retract)
+    aobserve = in_thread(observe)
     arecords = in_thread(records)
     akeys = in_thread(keys)
     aforget = in_thread(forget)
@@ -572,10 +594,3 @@ def _check_context(context: object, call: str) -> None:
             ErrorKind.WRONG_TYPE,
             f"must be a RetrievalContext, got {type(context).__name__}",
         )
-
-
-def _erased(record: MemoryRecord) -> MemoryRecord:
-    """``record`` with its private text erased."""
-    fields = record.to_dict()
-    fields.update(value=_ERASED_TEXT, source_message_ids=[])
-    return type(record).from_dict(fields)

@@ -1,0 +1,75 @@
+"""The store's writes of records, inside a write transaction: what ``add``, ``retract`` and
+``observe`` share."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Final
+
+from memresolve._engine import purged_records
+from memresolve._model import MemoryRecord
+from memresolve._store import _schema as schema
+from memresolve._store import _sql as sql
+from memresolve._store._cache import StoreCache
+from memresolve.errors import ErrorKind, InvalidInputError
+
+__all__ = ["ERASED_TEXT", "add_checked", "erased"]
+
+#: What an erased record's ``value`` holds.
+ERASED_TEXT: Final = ""
+
+
+def add_checked(
+    connection: sqlite3.Connection, cache: StoreCache, checked: Sequence[MemoryRecord]
+) -> int:
+    """Adds checked records in the caller's write transaction; returns how many were new.
+
+    A record whose id the store holds with the same content (as first added) is a retry
+    and changes nothing; with other content it is ``duplicate-id``. A record the forget
+    sweep would purge is stored with its text erased. The cache follows in the
+    transaction (a failed commit drops it whole).
+    """
+    rows = [schema.record_row(record) for record in checked]
+    known = sql.known_hashes(connection, [row["id"] for row in rows])
+    new: list[tuple[int, dict[str, Any]]] = []
+    for index, row in enumerate(rows):
+        stored = known.get(row["id"])
+        if stored is None:
+            new.append((index, row))
+        elif stored.hash != (schema.erased_hash(row) if stored.erased else row["content_hash"]):
+            raise InvalidInputError(
+                f"record {row['id']!r}: field 'id' is already in the store with other content",
+                kind=ErrorKind.DUPLICATE_ID,
+                record_id=row["id"],
+                field="id",
+                row=index,
+            )
+    # The forget sweep's rule: text a tombstone blocks, or of a record stored
+    # ``forgotten``, is never stored.
+    purged = {
+        record.id
+        for record, _ in purged_records(
+            tuple(checked[index] for index, _ in new),
+            tuple(sql.tombstones_of(connection, [row["scope_id"] for _, row in new])),
+        )
+    }
+    stored_records: list[tuple[str, MemoryRecord]] = []
+    for index, row in new:
+        record = checked[index]
+        if row["id"] in purged:
+            row.update(value=ERASED_TEXT, source_message_ids="", erased=1)
+            row["content_hash"] = schema.erased_hash(row)
+            record = erased(record)
+        stored_records.append((row["scope_id"], record))
+    sql.insert_records(connection, [row for _, row in new])
+    # In the transaction: a failed commit drops the cache whole.
+    cache.append(stored_records)
+    return len(new)
+
+
+def erased(record: MemoryRecord) -> MemoryRecord:
+    """``record`` with its private text erased."""
+    fields = record.to_dict()
+    fields.update(value=ERASED_TEXT, source_message_ids=[])
+    return type(record).from_dict(fields)
