@@ -16,26 +16,13 @@ import memresolve as mr
 from memresolve._model import Subject
 from memresolve.testing.strategies import Scenario, instants, scenarios
 from profiles import PARITY_EXAMPLES
-from store_cases import CONTEXT, record, t
+from store_cases import CONTEXT, record, store_of, t
 
 _MICRO = timedelta(microseconds=1)
 
 
 def _at(context: mr.RetrievalContext, now: datetime) -> mr.RetrievalContext:
     return dataclasses.replace(context, now=now)
-
-
-def _stored(scenario: Scenario) -> mr.MemoryStore:
-    store = mr.MemoryStore()
-    store.add(scenario.records)
-    for tombstone in scenario.tombstones:
-        store.forget(
-            tombstone.key,
-            tombstone.scope,
-            at=tombstone.forgotten_at,
-            blocks_sources_before=tombstone.blocks_sources_before,
-        )
-    return store
 
 
 def _decisions(result: mr.Resolution) -> dict[str, mr.Reason | None]:
@@ -57,7 +44,7 @@ def test_a_retraction_empties_its_slot_from_its_instant_and_not_before(
         moments |= {r.valid_from, r.valid_from - _MICRO}
         if r.valid_until is not None:
             moments |= {r.valid_until, r.valid_until - _MICRO}
-    store = _stored(scenario)
+    store = store_of(scenario.records, scenario.tombstones)
     before = {now: _decisions(store.resolve(_at(scenario.context, now))) for now in moments}
     retractions = store.retract(target.key, target.scope, at=at)
     assert all(r.status is mr.Status.RETRACTED and r.supersedes in slot for r in retractions)

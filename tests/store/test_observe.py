@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from memresolve.testing.strategies import Scenario, instants, scenarios
 from profiles import PARITY_EXAMPLES
+from store_cases import store_of
 
 ADA = mr.UserScope("u-ada")
 
@@ -133,15 +134,7 @@ def test_an_added_observation_wins_its_slot_at_its_instant(
     context that sees the scope (unless it was forced over a stronger winner); elsewhere and
     later it is judged as any record."""
     assume(scenario.records)
-    store = mr.MemoryStore()
-    store.add(scenario.records)
-    for tombstone in scenario.tombstones:
-        store.forget(
-            tombstone.key,
-            tombstone.scope,
-            at=tombstone.forgotten_at,
-            blocks_sources_before=tombstone.blocks_sources_before,
-        )
+    store = store_of(scenario.records, scenario.tombstones)
     slot = data.draw(st.sampled_from(scenario.records))
     at = data.draw(instants(scenario.context.now))
     authority = data.draw(st.sampled_from(list(mr.Authority)))

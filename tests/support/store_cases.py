@@ -3,6 +3,7 @@ user u1, and every byte a store's directory holds (for canary scans)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,3 +32,19 @@ CONTEXT = mr.RetrievalContext(now=t(30), user_id="u1", character_id="c1", conver
 
 def file_bytes(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in directory.iterdir() if p.is_file())
+
+
+def store_of(
+    records: Iterable[mr.MemoryRecord], tombstones: Iterable[mr.ForgetTombstone]
+) -> mr.MemoryStore:
+    """A store in memory holding ``records``, with each tombstone stored by ``forget``."""
+    store = mr.MemoryStore()
+    store.add(records)
+    for tombstone in tombstones:
+        store.forget(
+            tombstone.key,
+            tombstone.scope,
+            at=tombstone.forgotten_at,
+            blocks_sources_before=tombstone.blocks_sources_before,
+        )
+    return store
