@@ -364,3 +364,24 @@ def test_the_jobs_refuse_bad_input(spark: Any) -> None:
 
 
 NOW_UTC = generate(10, seed=0).contexts.column("now")[0].as_py()
+
+
+def test_contexts_without_a_character_or_a_conversation(spark: Any) -> None:
+    """A profile page's contexts (null character and conversation): no unowned
+    conversation routes to them, and each gets the rows of ``resolve_batch``."""
+    store = generate(3_000, seed=8)
+    rows = store.contexts.num_rows
+    keep = pa.array([n % 3 == 0 for n in range(rows)])
+    nulls = pa.nulls(rows, pa.string())
+    contexts = store.contexts
+    for name in ("character_id", "conversation_id", "scene_id"):
+        column = contexts[name].combine_chunks()
+        at = contexts.schema.get_field_index(name)
+        contexts = contexts.set_column(
+            at, name, pa.compute.if_else(keep, column.cast(pa.string()), nulls)
+        )
+    frames = _frames(spark, store.records, contexts, store.tombstones)
+    got = mrs.resolve(*frames, include_excluded=True, partitions=3).toArrow()
+    assert by_context(got) == _expected(
+        store.records, contexts, store.tombstones, include_excluded=True
+    )
