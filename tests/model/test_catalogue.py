@@ -747,6 +747,15 @@ def test_E9_a_stored_expired_status_wins_over_an_open_interval() -> None:
     assert decide([expired], context()).reason("m1") == "status-or-time"
 
 
+def test_E10_a_retraction_is_never_active_and_hides_its_record_from_its_start() -> None:
+    old = record("m1")
+    retraction = old.retracted(at=day(10), id="r1")
+    later = decide([old, retraction], context())
+    assert (later.reason("m1"), later.reason("r1")) == ("superseded", "status-or-time")
+    before = decide([old, retraction], context(now=day(9)))
+    assert (before.reason("m1"), before.reason("r1")) == ("active", "status-or-time")
+
+
 # 4.5 Scope and context ----------------------------------------------------------------------
 
 
@@ -1289,7 +1298,7 @@ def _catalogue_rows() -> dict[str, str]:
 
 def test_every_row_of_the_catalogue_has_its_test() -> None:
     rows = _catalogue_rows()
-    assert len(rows) == 108
+    assert len(rows) == 109
     sources = {
         str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
         for folder in ("tests", "benches")
@@ -1304,7 +1313,7 @@ def test_every_row_of_the_catalogue_has_its_test() -> None:
         for file, function in named:
             assert f"def {function}(" in sources[file], (row, file, function)
         covered += 1
-    claimed = re.search(r"Coverage: (\d+) of 108 rows", _CATALOGUE.read_text(encoding="utf-8"))
+    claimed = re.search(r"Coverage: (\d+) of 109 rows", _CATALOGUE.read_text(encoding="utf-8"))
     assert claimed is not None
     assert covered == int(claimed[1])
 
