@@ -290,7 +290,8 @@ def test_context_ids_agree_between_json_lines_arrow_and_batch() -> None:
         assert decided.num_rows == 0
     # A context without an id takes its position, so it may meet a given one.
     lines = io.StringIO()
-    mr.write_contexts([("2", first), second], lines)
+    mr.write_contexts([("2", first)], lines)  # the writers refuse it: written in two goes
+    mr.write_contexts([second], lines)
     lines.seek(0)
     with pytest.raises(mr.InvalidInputError) as caught:
         mr.read_contexts(lines)
@@ -368,3 +369,38 @@ def test_a_row_with_a_nested_scope_and_flat_scope_columns_is_inconsistent() -> N
     empty = dict.fromkeys(("scope_kind", "user_id", "character_id", "conversation_id", "scene_id"))
     nested = record_to_json(corrected_marlowe)
     assert mr.MemoryRecord.from_dict(nested | empty) == corrected_marlowe
+
+
+def test_every_writer_refuses_a_repeated_context_id_the_readers_would_refuse() -> None:
+    first, second = context(), context(scene_id=None)
+    for contexts, row in [([("a", first), ("a", second)], 1), ([first, ("1", second)], 1)]:
+        for call in (
+            lambda c=contexts: mr.write_contexts(c, io.StringIO()),
+            lambda c=contexts: mr.contexts_to_arrow(c),
+            lambda c=contexts: mr.resolve_batch(mr.records_to_arrow([]), c),
+        ):
+            with pytest.raises(mr.InvalidInputError) as caught:
+                call()
+            assert (caught.value.kind, caught.value.field, caught.value.row) == (
+                mr.ErrorKind.DUPLICATE_ID,
+                "context_id",
+                row,
+            )
+
+
+def test_resolve_batch_takes_any_iterable_of_contexts_as_contexts_to_arrow_does() -> None:
+    turns = {"a": context(), "b": context(scene_id=None)}
+    records = mr.records_to_arrow([corrected_marlowe])
+    expected = mr.resolve_batch(records, mr.contexts_to_arrow(turns))
+    for passed in (turns.items(), iter(turns.items()), (pair for pair in turns.items())):
+        assert mr.resolve_batch(records, passed).equals(expected)
+    assert mr.resolve_batch(records, turns.values()).column("context_id").to_pylist() == [
+        "1",
+        "2",
+    ]
+
+
+def test_a_null_scope_beside_flat_scope_columns_is_a_flat_row() -> None:
+    assert mr.MemoryRecord.from_dict(corrected_marlowe.to_dict() | {"scope": None}) == (
+        corrected_marlowe
+    )

@@ -74,6 +74,36 @@ def test_a_new_end_is_a_change_and_a_retry_is_a_no_op_even_after_a_newer_value()
     assert len(store) == 3
 
 
+def test_a_retry_is_a_no_op_after_normalize_and_after_a_forget() -> None:
+    store = mr.MemoryStore()
+    first = _observe(store, "Lisbon", 1)
+    _observe(store, "Porto", 2)
+    store.normalize(t(3))  # writes Lisbon's status: superseded
+    retried = _observe(store, "Lisbon", 1)
+    assert retried.outcome is mr.ObserveOutcome.UNCHANGED
+    assert retried.record.id == first.record.id
+    store.forget("home.city", ADA, at=t(4))  # erases both texts
+    assert _observe(store, "Lisbon", 1).outcome is mr.ObserveOutcome.UNCHANGED
+    assert _observe(store, "Porto", 2).outcome is mr.ObserveOutcome.UNCHANGED
+    assert len(store) == 2
+
+
+def test_an_observation_never_in_force_or_a_bad_flag_is_refused_by_name() -> None:
+    store = mr.MemoryStore()
+    cases: list[tuple[dict[str, object], mr.ErrorKind, str]] = [
+        ({"valid_until": t(1)}, mr.ErrorKind.INCONSISTENT, "valid_until"),
+        ({"over_stronger": "yes"}, mr.ErrorKind.WRONG_TYPE, "over_stronger"),
+        ({"authority": "oracle"}, mr.ErrorKind.UNKNOWN_VALUE, "authority"),
+        ({"idempotency_key": ""}, mr.ErrorKind.EMPTY, "idempotency_key"),
+    ]
+    for arguments, kind, field in cases:
+        with pytest.raises(mr.InvalidInputError) as caught:
+            _observe(store, "Lisbon", 1, **arguments)
+        assert (caught.value.kind, caught.value.field) == (kind, field)
+        assert str(caught.value).startswith("observe:")
+    assert len(store) == 0
+
+
 def test_two_observations_that_would_share_an_id_need_an_idempotency_key() -> None:
     store = mr.MemoryStore()
     _observe(store, "Lisbon", 1)
@@ -138,6 +168,20 @@ def test_an_added_observation_wins_its_slot_at_its_instant(
     slot = data.draw(st.sampled_from(scenario.records))
     at = data.draw(instants(scenario.context.now))
     authority = data.draw(st.sampled_from(list(mr.Authority)))
+    until = data.draw(st.one_of(st.none(), instants(scenario.context.now)))
+    if until is not None and until <= at:
+        with pytest.raises(mr.InvalidInputError) as caught:
+            store.observe(
+                slot.key,
+                "observed",
+                slot.scope,
+                at=at,
+                authority=authority,
+                confidence=0.5,
+                valid_until=until,
+            )
+        assert (caught.value.kind, caught.value.field) == (mr.ErrorKind.INCONSISTENT, "valid_until")
+        return
     result = store.observe(
         slot.key,
         "observed",
@@ -145,6 +189,7 @@ def test_an_added_observation_wins_its_slot_at_its_instant(
         at=at,
         authority=authority,
         confidence=0.5,
+        valid_until=until,
         over_stronger=data.draw(st.booleans()),
     )
     if result.outcome is not mr.ObserveOutcome.ADDED:

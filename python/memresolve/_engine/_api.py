@@ -82,9 +82,9 @@ def resolve_batch(
             names the column (``field``), the first bad row (``row``) and the
             kind of problem (``kind``).
     """
-    if isinstance(contexts, Mapping | list | tuple):
+    if _python_objects(contexts):
         # Objects, not Arrow: a mapping of context_id to context, pairs, or bare contexts.
-        contexts = contexts_to_arrow(contexts)
+        contexts = contexts_to_arrow(contexts)  # type: ignore[arg-type]
     result: pa.Table = _kernels.SELECTED_BATCH(
         records,
         contexts,
@@ -93,3 +93,14 @@ def resolve_batch(
         with_values=with_values,
     )
     return result
+
+
+def _python_objects(contexts: object) -> bool:
+    """Whether ``contexts`` is Python objects (a mapping, or any iterable of contexts or
+    pairs) rather than Arrow data, which exports a C stream or array (a polars
+    ``DataFrame`` iterates over its columns, but exports a stream first)."""
+    if hasattr(contexts, "__arrow_c_stream__") or hasattr(contexts, "__arrow_c_array__"):
+        return False
+    return isinstance(contexts, Mapping) or (
+        isinstance(contexts, Iterable) and not isinstance(contexts, str | bytes)
+    )

@@ -65,7 +65,7 @@ from memresolve._model import (
     Status,
     arguments,
     context_pairs,
-    positional_context_id,
+    identified_contexts,
     scope_columns,
     to_micros,
 )
@@ -172,10 +172,7 @@ def contexts_to_arrow(
 def _context_pairs(contexts: object) -> tuple[tuple[str, RetrievalContext], ...]:
     """The contexts of ``contexts_to_arrow``, checked, each with its id (its 1-based
     position when given without one)."""
-    return tuple(
-        (positional_context_id(row) if context_id is None else context_id, context)
-        for row, (context_id, context) in enumerate(context_pairs(contexts))
-    )
+    return identified_contexts(context_pairs(contexts))
 
 
 def contexts_from_arrow(data: object) -> list[tuple[str, RetrievalContext]]:

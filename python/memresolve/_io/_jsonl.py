@@ -30,6 +30,7 @@ from memresolve._model import (
     arguments,
     check,
     context_pairs,
+    identified_contexts,
     json_type_name,
     positional_context_id,
     scope_from_json,
@@ -354,6 +355,7 @@ def write_contexts(
     ``context_id`` on each line. ``read_contexts`` reads them back equal."""
     # Every item is checked before the destination is opened: nothing half-written.
     pairs = context_pairs(contexts)
+    identified_contexts(pairs)  # ids unique, given or positional: the file must read back
     with _opened_for_writing(destination) as out:
         for context_id, context in pairs:
             row = context_to_json(context, context_id)

@@ -19,6 +19,7 @@ from memresolve._model._inputs import (
     check_tombstone_scope,
     context_pairs,
     forget_everywhere,
+    identified_contexts,
     positional_context_id,
 )
 from memresolve._model._json import json_type_name, scope_from_json, scope_to_json
@@ -136,6 +137,7 @@ __all__ = [
     "decision_code",
     "forget_everywhere",
     "from_micros",
+    "identified_contexts",
     "instant",
     "instant_from_text",
     "json_type_name",

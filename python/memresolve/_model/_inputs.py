@@ -30,6 +30,7 @@ __all__ = [
     "check_tombstone_scope",
     "context_pairs",
     "forget_everywhere",
+    "identified_contexts",
     "positional_context_id",
 ]
 
@@ -275,3 +276,25 @@ def context_pairs(
             )
         checked.append((check.any_text(item[0], Subject(f"{field}[{row}]"), "context_id"), item[1]))
     return tuple(checked)
+
+
+def identified_contexts(
+    pairs: tuple[tuple[str | None, RetrievalContext], ...], field: str = "contexts"
+) -> tuple[tuple[str, RetrievalContext], ...]:
+    """``context_pairs``' pairs, each with its id (its position when given none), checked
+    unique: a repeated id is ``duplicate-id`` at the later one, as the readers say."""
+    first_row_of: dict[str, int] = {}
+    identified: list[tuple[str, RetrievalContext]] = []
+    for row, (given, context) in enumerate(pairs):
+        context_id = positional_context_id(row) if given is None else given
+        earlier = first_row_of.setdefault(context_id, row)
+        if earlier != row:
+            raise InvalidInputError(
+                f"{field}[{row}]: context_id {context_id!r:.60} repeats the id of"
+                f" {field}[{earlier}]",
+                kind=ErrorKind.DUPLICATE_ID,
+                field="context_id",
+                row=row,
+            )
+        identified.append((context_id, context))
+    return tuple(identified)

@@ -164,7 +164,7 @@ def from_row(
 
 def _check_names(row: Mapping[Any, Any], subject: Subject) -> bool:
     """Refuses a name that is no field and a row of both shapes; whether it is nested."""
-    nested = "scope" in row
+    nested = row.get("scope") is not None  # a null ``scope`` column is no shape
     for name in row:
         if name not in ROW_FIELDS and name != "scope":
             shown = name if isinstance(name, str) else repr(name)

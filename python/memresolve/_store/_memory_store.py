@@ -47,7 +47,6 @@ from memresolve._model import (
     Scope,
     Subject,
     arguments,
-    check,
     check_records,
     check_scope,
     forget_everywhere,
@@ -242,13 +241,14 @@ class MemoryStore:
             id=id,
             idempotency_key=idempotency_key,
         )
-        wanted = check.flag(over_stronger, "over_stronger")
+        if not isinstance(over_stronger, bool):
+            Subject("observe").fail("over_stronger", ErrorKind.WRONG_TYPE, "must be True or False")
         with self._core.writing() as connection:
             stored = observation.stored_retry(connection, observed)
             if stored is not None:
                 return Observation(ObserveOutcome.UNCHANGED, stored)
             winner = observation.slot_winner(connection, observed.key, observed.scope, at)
-            outcome, record = observation.decide(observed, winner, over_stronger=wanted)
+            outcome, record = observation.decide(observed, winner, over_stronger=over_stronger)
             if outcome is ObserveOutcome.ADDED:
                 self._add_checked(connection, (record,))
         return Observation(outcome, record)

@@ -175,9 +175,11 @@ def decide(
     return ObserveOutcome.ADDED, type(observed).from_dict(fields)
 
 
-#: The fields a retry must repeat; ``supersedes`` and ``version`` came from the winner of
-#: the first call, and an erased record's text is gone.
-_PUBLIC: Final = ("key", "scope", "status", "authority", "valid_from", "valid_until", "observed_at")
+#: The fields a retry must repeat. Not ``supersedes`` and ``version``, which came from the
+#: winner of the first call; not ``status``, which ``normalize`` or a forget may have
+#: rewritten since (a retry is judged against the record as first added, as ``add``
+#: judges it); and not an erased record's text, which is gone.
+_PUBLIC: Final = ("key", "scope", "authority", "valid_from", "valid_until", "observed_at")
 
 
 def stored_retry(connection: sqlite3.Connection, observed: MemoryRecord) -> MemoryRecord | None:
@@ -239,6 +241,13 @@ def build(
     seen = check.optional_instant(observed_at, subject, "observed_at")
     until = check.optional_instant(valid_until, subject, "valid_until")
     given_key = check.optional_text(idempotency_key, subject, "idempotency_key")
+    if until is not None and until <= start:
+        # Never in force: it could supersede the winner and yet never show (spec §1.6).
+        subject.fail(
+            "valid_until",
+            ErrorKind.INCONSISTENT,
+            "is at or before at: the observation would never be in force",
+        )
     record_id = (
         observation_id(
             checked_key,
