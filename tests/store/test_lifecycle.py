@@ -16,7 +16,7 @@ import memresolve as mr
 from memresolve._model import Subject
 from memresolve.testing.strategies import Scenario, instants, scenarios
 from profiles import PARITY_EXAMPLES
-from store_cases import CONTEXT, record, store_of, t
+from store_cases import CONTEXT, narrowest_context, record, store_of, t
 
 _MICRO = timedelta(microseconds=1)
 
@@ -54,6 +54,9 @@ def test_a_retraction_empties_its_slot_from_its_instant_and_not_before(
         after = _decisions(store.resolve(_at(scenario.context, now)))
         if now >= at:
             assert not [i for i in slot if after.get(i, "absent") is None], now
+            # In every context that sees the slot: its narrowest one too.
+            narrow = _decisions(store.resolve(narrowest_context(target.scope, now)))
+            assert not [i for i in slot if narrow.get(i, "absent") is None], now
         else:
             # Before ``at`` only the retractions are new, and they are not yet in force.
             assert {i: after[i] for i in after if i not in new_ids} == before[now], now

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import memresolve as mr
 from memresolve.testing.strategies import Scenario, instants, scenarios
 from profiles import PARITY_EXAMPLES
-from store_cases import store_of
+from store_cases import narrowest_context, store_of
 
 ADA = mr.UserScope("u-ada")
 
@@ -199,7 +199,7 @@ def test_an_added_observation_wins_its_slot_at_its_instant(
     if replaced is not None and rank(replaced.authority) > rank(authority):
         # over_stronger: it hides the winner, but a weaker record may lose to another one.
         return
-    context = _narrowest(slot.scope, at)
+    context = narrowest_context(slot.scope, at)
     tombstones = [t for t in store.tombstones() if t.key == slot.key and t.scope == slot.scope]
     blocked = any(
         (result.record.observed_at or result.record.valid_from) <= t.blocks_sources_before
@@ -210,23 +210,6 @@ def test_an_added_observation_wins_its_slot_at_its_instant(
     ]
     # A forget whose bound is at or after ``at`` blocks the new evidence too: then nothing.
     assert winners == ([] if blocked else [result.record])
-
-
-def _narrowest(scope: mr.Scope, at: datetime) -> mr.RetrievalContext:
-    match scope:
-        case mr.UserScope(user_id=user):
-            return mr.RetrievalContext(now=at, user_id=user)
-        case mr.CharacterScope(user_id=user, character_id=character):
-            return mr.RetrievalContext(now=at, user_id=user, character_id=character)
-        case mr.ConversationScope(conversation_id=conversation, user_id=owner):
-            return mr.RetrievalContext(
-                now=at, user_id=owner or "nobody", conversation_id=conversation
-            )
-        case mr.SceneScope(conversation_id=conversation, scene_id=scene, user_id=owner):
-            return mr.RetrievalContext(
-                now=at, user_id=owner or "nobody", conversation_id=conversation, scene_id=scene
-            )
-    raise AssertionError(scope)
 
 
 # Races: no slot forked ------------------------------------------------------------------

@@ -48,3 +48,22 @@ def store_of(
             blocks_sources_before=tombstone.blocks_sources_before,
         )
     return store
+
+
+def narrowest_context(scope: mr.Scope, at: datetime) -> mr.RetrievalContext:
+    """The narrowest context that sees ``scope`` at ``at`` (an unowned scope: of a user that
+    owns nothing), as ``observe`` decides a slot."""
+    match scope:
+        case mr.UserScope(user_id=user):
+            return mr.RetrievalContext(now=at, user_id=user)
+        case mr.CharacterScope(user_id=user, character_id=character):
+            return mr.RetrievalContext(now=at, user_id=user, character_id=character)
+        case mr.ConversationScope(conversation_id=conversation, user_id=owner):
+            return mr.RetrievalContext(
+                now=at, user_id=owner or "nobody", conversation_id=conversation
+            )
+        case mr.SceneScope(conversation_id=conversation, scene_id=scene, user_id=owner):
+            return mr.RetrievalContext(
+                now=at, user_id=owner or "nobody", conversation_id=conversation, scene_id=scene
+            )
+    raise AssertionError(scope)
