@@ -233,7 +233,8 @@ _WORKER = """
 import sys
 import memresolve as mr
 from memresolve._cli._main import run
-run(mr.read_records(sys.argv[1]), mr.read_contexts(sys.argv[2]), mr.read_tombstones(sys.argv[3]),
+contexts = mr.read_contexts(sys.argv[2], with_ids=True)
+run(mr.read_records(sys.argv[1]), contexts, mr.read_tombstones(sys.argv[3]),
     output_format="json", out=sys.stdout)
 """
 
