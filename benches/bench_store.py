@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 path, contexts_file = sys.argv[1], sys.argv[2]
 contexts = [c for _, c in mr.contexts_from_arrow(pq.read_table(contexts_file))][:50]
 started = time.perf_counter()
-store = mr.MemoryStore(path)
+store = mr.MemoryStore(path, shared_conversations=True)
 opened = time.perf_counter() - started
 cold, warm = [], []
 for context in contexts:
@@ -62,7 +62,7 @@ def main() -> None:
     store_data = generate(args.records, seed=args.seed)
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "memories.db"
-        store = mr.MemoryStore(path)
+        store = mr.MemoryStore(path, shared_conversations=True)
         started = time.perf_counter()
         for offset in range(0, args.records, args.batch):
             store.add_arrow(store_data.records.slice(offset, args.batch))
@@ -70,7 +70,7 @@ def main() -> None:
         store.close()
 
         built = mr.records_from_arrow(store_data.records.slice(0, min(args.batch, args.records)))
-        second = mr.MemoryStore(Path(directory) / "built.db")
+        second = mr.MemoryStore(Path(directory) / "built.db", shared_conversations=True)
         started = time.perf_counter()
         second.add(built)
         add_seconds = time.perf_counter() - started

@@ -37,7 +37,7 @@ WAYS = ["tutorial", "build+resolve", "resolve", "store", "store-file"]
 def _store(
     records: list[mr.MemoryRecord], tombstones: list[mr.ForgetTombstone], path: Path | None
 ) -> mr.MemoryStore:
-    store = mr.MemoryStore(path)
+    store = mr.MemoryStore(path, shared_conversations=True)
     store.add(records)
     for t in tombstones:
         store.forget(

@@ -128,7 +128,7 @@ PER_BACKEND: dict[str, Reader] = {
 
 
 def _add_arrow(inputs: Inputs) -> object:
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     try:
         added = store.add_arrow(inputs.records)
         return (added, sorted(store.records(), key=lambda stored: stored.id))

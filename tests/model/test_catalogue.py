@@ -619,7 +619,7 @@ def test_S13_a_hundred_megabyte_value_is_a_value() -> None:
     for backend in BACKENDS:
         result = resolve_with(get_backend(backend).resolve_rows, [winner], context(), [])
         assert result.active[0].value is big or result.active[0].value == big
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     store.add([winner])
     assert len(store.resolve(context()).active[0].value) == 100_000_000
     out = get_batch_resolver(BACKENDS[-1])(
@@ -876,7 +876,7 @@ def test_G1_a_repeated_id_with_other_content_is_a_duplicate_id() -> None:
     chunked = pa.concat_tables([_table(first), _table(second)])
     assert chunked["id"].num_chunks == 2
     assert reject_arrow(chunked) == (K.DUPLICATE_ID, "id", 1, "m1")
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     store.add([first])
     with pytest.raises(mr.InvalidInputError) as caught:
         store.add([record("m2"), second])
@@ -889,7 +889,7 @@ def test_G2_a_retried_identical_record_is_an_error_in_a_call_and_a_no_op_in_a_st
     with pytest.raises(mr.InvalidInputError) as caught:
         mr.resolve([twin, record("m1")], context())
     assert caught.value.kind is K.DUPLICATE_ID
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     assert store.add([twin]) == 1
     assert store.add([record("m1")]) == 0
     assert store.resolve(context()).active == (twin,)
@@ -1209,7 +1209,7 @@ def _assert_a_failing_stream_is_malformed(stream: Any) -> None:
         with pytest.raises(mr.InvalidInputError) as caught:
             get_batch_resolver(backend)(stream(), contexts)
         assert (caught.value.kind, caught.value.field) == (K.MALFORMED, "records")
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     with pytest.raises(mr.InvalidInputError) as caught:
         store.add_arrow(stream())
     assert caught.value.kind is K.MALFORMED

@@ -174,7 +174,7 @@ _ADA_SCOPES = [
 
 
 def _listed_store() -> mr.MemoryStore:
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     mine = [
         record(f"ada-{n}", "v", key=f"k{n % 2}", scope=scope) for n, scope in enumerate(_ADA_SCOPES)
     ]

@@ -139,7 +139,7 @@ def test_the_id_is_derived_from_public_fields_never_the_value_or_messages() -> N
 
 
 def test_the_slot_is_decided_in_the_narrowest_context_that_sees_the_scope() -> None:
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     rowan = mr.CharacterScope("u-ada", "c-rowan")
     _observe(store, "Ada", 1, key="nickname", authority="user-confirmed", confidence=1.0)
     # The user scope's nickname is not the character scope's slot: nothing to supersede.

@@ -93,7 +93,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
         super().__init__()
         self.directory = tempfile.TemporaryDirectory()
         self.path = Path(self.directory.name) / "memories.db"
-        self.store = mr.MemoryStore(self.path)
+        self.store = mr.MemoryStore(self.path, shared_conversations=True)
         self.first_added: dict[str, mr.MemoryRecord] = {}
         self.held: dict[str, mr.MemoryRecord] = {}
         self.forgets: list[mr.ForgetTombstone] = []
@@ -225,7 +225,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.store.close()
-        self.store = mr.MemoryStore(self.path)
+        self.store = mr.MemoryStore(self.path, shared_conversations=True)
 
     @rule(data=st.data())
     def resolve(self, data: st.DataObject) -> None:
@@ -416,7 +416,7 @@ def test_forgotten_text_leaves_the_file_and_its_log(tmp_path: Path) -> None:
 
 
 def test_erase_user_deletes_its_scopes_and_keeps_unowned_ones(tmp_path: Path) -> None:
-    store = mr.MemoryStore(tmp_path / "m.db")
+    store = mr.MemoryStore(tmp_path / "m.db", shared_conversations=True)
     store.add(
         [
             _record("u", "CANARY-U"),
@@ -819,7 +819,7 @@ def test_records_added_and_forgotten_turn_after_turn_update_the_ready_candidates
     """A context served before is not prepared again for a few new records in its
     scopes (its candidates grow), nor for a forget (it takes the tombstone and the
     erased records), is for many new records, and always resolves as the reference."""
-    store = mr.MemoryStore(tmp_path / "m.db" if path else None)
+    store = mr.MemoryStore(tmp_path / "m.db" if path else None, shared_conversations=True)
     prepared: list[int] = []
     real_prepare = store._core.cache._prepare
 
@@ -877,7 +877,7 @@ def test_an_erasure_and_normalize_prepare_again_only_the_contexts_they_change(
     """Erasing a user prepares again only that user's contexts; normalising, only the
     contexts that see a scope whose statuses it wrote. Every context still resolves as
     the reference does over what the store holds."""
-    store = mr.MemoryStore(tmp_path / "m.db" if path else None)
+    store = mr.MemoryStore(tmp_path / "m.db" if path else None, shared_conversations=True)
     prepared: list[str] = []
     real_prepare = store._core.cache._prepare
 

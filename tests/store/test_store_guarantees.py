@@ -566,7 +566,7 @@ def test_regression_a_kept_record_erased_after_its_edge_was_dropped_retries_as_f
     edgeless row, so the retry as first added was refused and the edgeless one accepted."""
     ada_city, shared = _shared_record_superseding_ada()
     edgeless = mr.MemoryRecord.from_dict({**shared.to_dict(), "supersedes": None})
-    with mr.MemoryStore(tmp_path / "m.db") as store:
+    with mr.MemoryStore(tmp_path / "m.db", shared_conversations=True) as store:
         store.add([ada_city, shared])
 
         def forget() -> None:
@@ -599,6 +599,7 @@ def test_a_version_3_file_is_migrated_to_keep_first_public_hashes(tmp_path: Path
         before = store.resolve(CONTEXT)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("ALTER TABLE records DROP COLUMN public_hash")
+    connection.execute("DROP TABLE store_policy")  # version 5's
     connection.execute("PRAGMA user_version = 3")
     connection.close()
     with mr.MemoryStore(path) as store:
@@ -623,7 +624,7 @@ def test_regression_erase_user_leaves_no_id_of_its_records_in_a_kept_record(
     nothing any more), and a retry of the kept record as first added is still a no-op."""
     path = tmp_path / "m.db"
     ada_city, shared = _shared_record_superseding_ada()
-    with mr.MemoryStore(path) as store:
+    with mr.MemoryStore(path, shared_conversations=True) as store:
         store.add([ada_city, shared])
         assert store.erase_user("u-ada") == mr.ErasedUser(records=1, tombstones=0)
         assert ada_city.id.encode() not in _file_bytes(tmp_path)

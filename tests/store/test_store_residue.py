@@ -160,7 +160,7 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
     by_id = {record.id: record for user in workload.users for record in user.records}
     users = {user.user_id: user for user in workload.users}
     path = tmp_path / "m.db"
-    store = mr.MemoryStore(path)
+    store = mr.MemoryStore(path, shared_conversations=True)
     gone = _Gone()
     erasures = 0
     with warnings.catch_warnings():
@@ -169,7 +169,7 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
         for number, (operation, argument) in enumerate(workload.operations):
             if operation == "reopen":
                 store.close()
-                store = mr.MemoryStore(path)
+                store = mr.MemoryStore(path, shared_conversations=True)
                 continue
             held = {r.id for r in store.records()} if operation == "erase_user" else set()
             result = play(store, operation, argument)
@@ -256,7 +256,9 @@ def test_a_crash_at_any_point_leaves_nothing_erased_once_reopened(
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", mr.ErasureDelayedWarning)
-        store = mr.MemoryStore(path)  # finishes the pending wipe: nobody else holds the file
+        store = mr.MemoryStore(
+            path, shared_conversations=True
+        )  # finishes the pending wipe: nobody else holds the file
     text_gone, ids_gone = _Gone(), _Gone()
     for user in workload.users:
         held = [store.get(record.id) for record in user.records]

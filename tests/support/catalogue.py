@@ -143,7 +143,7 @@ def _arrow_answers(
         answers["records_from_arrow"] = _from_resolution(
             mr.resolve(read, context, tombstones=forgotten)
         )
-        store = mr.MemoryStore()
+        store = mr.MemoryStore(shared_conversations=True)
         store.add_arrow(records)
         for tombstone in forgotten:
             _forget_in(store, tombstone)
@@ -204,7 +204,7 @@ def _through_store(
     context: mr.RetrievalContext,
     tombstones: list[mr.ForgetTombstone],
 ) -> Decision:
-    store = mr.MemoryStore()
+    store = mr.MemoryStore(shared_conversations=True)
     store.add(records)
     for tombstone in tombstones:
         _forget_in(store, tombstone)
@@ -321,7 +321,7 @@ def reject_arrow(
         return _same(answers)
     if tombstones is None:
         answers["records_from_arrow"] = _where(lambda: mr.records_from_arrow(records))
-        store = mr.MemoryStore()
+        store = mr.MemoryStore(shared_conversations=True)
         answers["store.add_arrow"] = _where(lambda: store.add_arrow(records))
         assert store.to_arrow().num_rows == 0, "a refused bulk load wrote rows"
     else:

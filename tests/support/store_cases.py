@@ -37,8 +37,9 @@ def file_bytes(directory: Path) -> bytes:
 def store_of(
     records: Iterable[mr.MemoryRecord], tombstones: Iterable[mr.ForgetTombstone]
 ) -> mr.MemoryStore:
-    """A store in memory holding ``records``, with each tombstone stored by ``forget``."""
-    store = mr.MemoryStore()
+    """A store in memory holding ``records``, with each tombstone stored by ``forget``:
+    created to share conversations, since drawn records may leave owners out."""
+    store = mr.MemoryStore(shared_conversations=True)
     store.add(records)
     for tombstone in tombstones:
         store.forget(

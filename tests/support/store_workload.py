@@ -250,12 +250,12 @@ def main(arguments: list[str]) -> None:
     seed, path = int(arguments[0]), Path(arguments[1])
     sizes = [int(n) for n in arguments[2:4]]
     workload = plan(seed, *sizes)
-    store = mr.MemoryStore(path)
+    store = mr.MemoryStore(path, shared_conversations=True)
     for number, (operation, argument) in enumerate(workload.operations):
         print(number, operation, argument if operation == "erase_user" else "", flush=True)
         if operation == "reopen":
             store.close()
-            store = mr.MemoryStore(path)
+            store = mr.MemoryStore(path, shared_conversations=True)
         else:
             play(store, operation, argument)
     store.close()

@@ -30,7 +30,9 @@ def _file_holds(path: Path, text: str) -> bool:
 
 
 #: The tables a store file holds, at any schema version.
-_STORE_TABLES: Final = frozenset({"records", "record_text", "tombstones", "erasures"})
+_STORE_TABLES: Final = frozenset(
+    {"records", "record_text", "tombstones", "erasures", "store_policy"}
+)
 
 
 def _check_demo_store(path: Path, story: set[str]) -> None:
@@ -95,7 +97,9 @@ def run_store_demo(
     for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         stale.unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with MemoryStore(path) as store:
+    # The story's conversation id is unique across its users: its unowned conversation and
+    # scene records are shared by design (docs/store.md, "Owners: a store fails closed").
+    with MemoryStore(path, shared_conversations=True) as store:
         added = store.add(records)
         out.write(f"Stored {added} records in {path} (mode {path.stat().st_mode & 0o777:o}).\n")
         out.write("Before any forget, the prompt of each context holds:\n")

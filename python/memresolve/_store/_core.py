@@ -34,10 +34,10 @@ WIPE_WAIT_SECONDS: float = 5.0
 class StoreCore:
     """One store's file, its cache and its background wipe, under one lock."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, *, shared_conversations: bool | None) -> None:
         self.lock = threading.RLock()
         self.cache = StoreCache(self._load_scopes, SELECTED.prepare)
-        self.file = StoreFile(path, self.lock)
+        self.file = StoreFile(path, self.lock, shared_conversations=shared_conversations)
         self._wiper = Wiper(self.file)
         # This store's last erasure, and its last that deleted rows, as the file numbers
         # them: close() warns about these, not about other connections' (which finish them).

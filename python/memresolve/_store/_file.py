@@ -56,7 +56,7 @@ BUSY_SECONDS: Final = 30.0
 #: which ``tests/store/test_store_residue.py`` pins.
 MIN_SQLITE: Final = (3, 37, 0)
 #: What ``sqlite_schema`` lists for a file that holds a store.
-_TABLES: Final = frozenset({"records", "record_text", "tombstones", "erasures"})
+_TABLES: Final = frozenset({"records", "record_text", "tombstones", "erasures", "store_policy"})
 #: What it lists for a store of an older schema version.
 _VERSION_1_TABLES: Final = frozenset({"records", "tombstones"})
 
@@ -97,7 +97,9 @@ class StoreFile:
     """One connection to a store's file (or to a store in memory, ``path`` None), and what
     its erasures leave to do. Not thread safe: the store's ``lock`` guards every call."""
 
-    def __init__(self, path: Path | None, lock: threading.RLock) -> None:
+    def __init__(
+        self, path: Path | None, lock: threading.RLock, *, shared_conversations: bool | None
+    ) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             needed = ".".join(map(str, MIN_SQLITE))
             raise StoreError(
@@ -114,6 +116,11 @@ class StoreFile:
         self._vacuumed = 0
         # Whether the file was migrated by this open (and so needs compacting at once).
         self.migrated = False
+        # Asked for by the caller (None: whatever the file says; a new file refuses).
+        self._asked_shared = shared_conversations
+        #: Whether records may have unowned conversation and scene scopes: the file's
+        #: policy, fixed at its creation (read once: nothing changes it).
+        self.shared_conversations = False
         self.connection = self._connect()
 
     # -- opening ---------------------------------------------------------------------
@@ -165,20 +172,51 @@ class StoreFile:
         if self.path is not None:
             connection.execute("PRAGMA journal_mode = WAL")
         if version == schema.SCHEMA_VERSION:
+            self._check_policy(connection)
             return
+        if version > 0:
+            # A store of an older version keeps sharing conversations (the migration
+            # says so): refused before the migration changes the file.
+            self._check_policy(connection, stored=True)
         connection.execute("BEGIN IMMEDIATE")
         try:
             version = self._version(connection)
             if version == 0 and self._table_names(connection):
                 raise self._not_a_store("it holds tables of its own")
             if version < schema.SCHEMA_VERSION:
-                self.migrated = migrations.migrate(connection, version)
+                self.migrated = migrations.migrate(
+                    connection, version, shared_conversations=bool(self._asked_shared)
+                )
                 connection.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
             connection.execute("COMMIT")
         except BaseException:
             with suppress(sqlite3.Error):
                 connection.execute("ROLLBACK")
             raise
+        # Another connection may have created the file, with its policy, meanwhile.
+        self._check_policy(connection)
+
+    def _check_policy(self, connection: sqlite3.Connection, stored: bool | None = None) -> None:
+        """Reads the file's owners' policy (unless given), refusing a caller who asked
+        for the other one: a store's policy is fixed at its creation."""
+        if stored is None:
+            row = connection.execute("SELECT shared_conversations FROM store_policy").fetchone()
+            if row is None:
+                raise StoreDamagedError(f"store: {self.path} has lost its owners' policy")
+            stored = bool(row[0])
+        asked = self._asked_shared
+        if asked is not None and asked != stored:
+            where = "in memory" if self.path is None else str(self.path)
+            raise InvalidInputError(
+                f"store: field 'shared_conversations' is {asked}, but the store {where} "
+                f"was created with shared_conversations={stored}: a store's owners' policy "
+                'is fixed when it is created (docs/store.md, "Owners"); leave the '
+                "argument out to open it as it is",
+                kind=ErrorKind.INCONSISTENT,
+                field="shared_conversations",
+                file=None if self.path is None else str(self.path),
+            )
+        self.shared_conversations = stored
 
     def _version(self, connection: sqlite3.Connection) -> int:
         version: int = connection.execute("PRAGMA user_version").fetchone()[0]

@@ -32,7 +32,6 @@ from memresolve._engine import (
     Normalization,
     explain_in,
     normalize,
-    purged_records,
     resolve_batch,
 )
 from memresolve._io import records_from_arrow, records_to_arrow, tombstones_to_arrow
@@ -57,6 +56,7 @@ from memresolve._model import (
     text,
 )
 from memresolve._store import _errors as errors
+from memresolve._store import _forgetting as forgetting
 from memresolve._store import _lifecycle as lifecycle
 from memresolve._store import _observe as observation
 from memresolve._store import _schema as schema
@@ -124,18 +124,39 @@ class MemoryStore:
     never half of it. Every write is atomic: bad input raises ``InvalidInputError`` and
     writes nothing.
 
+    Owners fail closed: a new store refuses records whose conversation or scene scope
+    has no ``user_id`` (an unowned conversation is shared by every user who names it);
+    ``shared_conversations=True`` creates one that accepts them. The policy is stored in
+    the file; ``None`` opens a store as it was created (stores created before 0.2 share).
+
     ``resolve(context)`` returns what ``memresolve.resolve`` returns over every record
     and tombstone of the store, less the ``scope`` exclusions: the records of the
     scopes the context cannot see are not candidates (as in the batch form,
     ``docs/spec.md`` §4).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        shared_conversations: bool | None = None,
+    ) -> None:
         where = None if path is None else arguments.path(path, "path")
         if where is not None and str(where) == ":memory:":
             where = None  # SQLite's name for a database in memory, as sqlite3.connect reads it
+        if shared_conversations is not None and not isinstance(shared_conversations, bool):
+            Subject("MemoryStore").fail(
+                "shared_conversations", ErrorKind.WRONG_TYPE, "must be True, False or None"
+            )
         with errors.translating(where):
-            self._core = StoreCore(where)
+            self._core = StoreCore(where, shared_conversations=shared_conversations)
+
+    @property
+    def shared_conversations(self) -> bool:
+        """Whether the store accepts records of conversation and scene scopes without an
+        owner (``user_id``): fixed when the store was created (``docs/store.md``,
+        "Owners")."""
+        return self._core.file.shared_conversations
 
     def _closed_error(self) -> StoreClosedError:
         path = self._core.file.path
@@ -197,7 +218,10 @@ class MemoryStore:
 
     def _add_checked(self, connection: sqlite3.Connection, checked: Sequence[MemoryRecord]) -> int:
         """``add`` of checked records inside a write transaction."""
-        return writes.add_checked(connection, self._core.cache, checked)
+        file = self._core.file
+        return writes.add_checked(
+            connection, self._core.cache, checked, owners=not file.shared_conversations
+        )
 
     @_guarded
     def observe(
@@ -243,6 +267,8 @@ class MemoryStore:
         )
         if not isinstance(over_stronger, bool):
             Subject("observe").fail("over_stronger", ErrorKind.WRONG_TYPE, "must be True or False")
+        if not self.shared_conversations:
+            writes.check_owner(observed.scope, Subject("observe"), "scope")
         with self._core.writing() as connection:
             stored = observation.stored_retry(connection, observed)
             if stored is not None:
@@ -271,11 +297,11 @@ class MemoryStore:
         wanted_key = text(key, subject, "key")
         wanted_scope = check_scope(scope, subject, "scope")
         moment = instant(at, subject, "at")
+        if not self.shared_conversations:
+            # No record of it can be here: the caller has left its owner out.
+            writes.check_owner(wanted_scope, subject, "scope")
         with self._core.writing() as connection:
-            found = connection.execute(
-                f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ?",
-                (scope_id(wanted_scope), wanted_key),
-            ).fetchall()
+            found = sql.slot_rows(connection, scope_id(wanted_scope), wanted_key)
             slot = [schema.record_from_row(row) for row in found]
             tombstones = sql.tombstones_of(connection, [scope_id(wanted_scope)])
             retractions = tuple(
@@ -326,33 +352,8 @@ class MemoryStore:
         return self._forget(forget_everywhere(key, context, at=at))
 
     def _forget(self, tombstones: Sequence[ForgetTombstone]) -> tuple[str, ...]:
-        rows = [schema.tombstone_row(tombstone) for tombstone in tombstones]
-        erased: list[str] = []
         with self._core.writing(erases=True) as connection:
-            columns = schema.TOMBSTONE_COLUMNS
-            insert = (
-                f"INSERT OR IGNORE INTO tombstones ({','.join(columns)}) "
-                f"VALUES ({sql.marks(len(columns))})"
-            )
-            for row, tombstone in zip(rows, tombstones, strict=True):
-                # The store may hold this tombstone already (a retried forget).
-                new = connection.execute(insert, [row[c] for c in columns]).rowcount == 1
-                found = connection.execute(
-                    f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ? "
-                    "AND records.erased = 0",
-                    (row["scope_id"], row["key"]),
-                ).fetchall()
-                candidates = [schema.record_from_row(stored) for stored in found]
-                blocked = {r.id for r, _ in purged_records(tuple(candidates), (tombstone,))}
-                sql.erase_text(connection, [stored for stored in found if stored["id"] in blocked])
-                erased.extend(blocked)
-                # In the transaction: a failed commit drops the cache whole.
-                self._core.cache.forget(
-                    row["scope_id"],
-                    tombstone if new else None,
-                    [writes.erased(record) for record in candidates if record.id in blocked],
-                )
-        return tuple(sorted(erased))
+            return forgetting.store_tombstones(connection, self._core.cache, tombstones)
 
     @_guarded
     def normalize(self, now: datetime) -> Normalization:
@@ -456,11 +457,7 @@ class MemoryStore:
         _check_context(context, "history")
         with self._core.reading() as connection:  # the resolution and the rows: one snapshot
             prepared = self._core.cache.candidates(context)
-            rows = connection.execute(
-                f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ? "
-                "ORDER BY records.version, records.valid_from, records.id",
-                (wanted_scope, wanted_key),
-            ).fetchall()
+            rows = sql.slot_rows(connection, wanted_scope, wanted_key, in_version_order=True)
         resolution = resolve_prepared(prepared, context)
         versions = [schema.record_from_row(row) for row in rows]
         return tuple((record, _outcome(resolution, record.id)) for record in versions)

@@ -74,9 +74,15 @@ def _run(connection: sqlite3.Connection, script: str) -> None:
             connection.execute(statement)
 
 
-def create(connection: sqlite3.Connection) -> None:
-    """The current tables, in a new file."""
+def create(connection: sqlite3.Connection, *, shared_conversations: bool) -> None:
+    """The current tables, in a new file, with its owners' policy."""
     _run(connection, schema.TABLES)
+    _create_policy(connection, shared_conversations=shared_conversations)
+
+
+def _create_policy(connection: sqlite3.Connection, *, shared_conversations: bool) -> None:
+    connection.execute(schema.POLICY_TABLE)
+    connection.execute("INSERT INTO store_policy VALUES (1, ?)", (int(shared_conversations),))
 
 
 def create_version_1(connection: sqlite3.Connection) -> None:
@@ -132,22 +138,32 @@ def _keep_first_public_hashes(connection: sqlite3.Connection) -> bool:
     return False
 
 
+def _keep_sharing_conversations(connection: sqlite3.Connection) -> bool:
+    """Version 5: the owners' policy, stored in the file. A store created before it
+    accepted unowned conversation and scene scopes, and keeps accepting them: its
+    records may hold them, and its users' code may write them."""
+    _create_policy(connection, shared_conversations=True)
+    return False
+
+
 #: ``STEPS[n]`` takes a file from schema version ``n`` to ``n + 1``; each returns whether
 #: it moved or rewrote rows (the file then needs compacting).
 STEPS: Final[Mapping[int, Callable[[sqlite3.Connection], bool]]] = {
     1: _hash_erased_records_publicly,
     2: _split_private_text,
     3: _keep_first_public_hashes,
+    4: _keep_sharing_conversations,
 }
 assert sorted(STEPS) == list(range(1, schema.SCHEMA_VERSION))
 
 
-def migrate(connection: sqlite3.Connection, version: int) -> bool:
-    """Takes the file, at schema ``version`` (0: new), to the current one, inside the
-    caller's transaction. Returns whether the file now needs compacting: rows were moved
-    or rewritten, and the pages they left hold what they held."""
+def migrate(connection: sqlite3.Connection, version: int, *, shared_conversations: bool) -> bool:
+    """Takes the file, at schema ``version`` (0: new, created with the owners' policy
+    ``shared_conversations``), to the current one, inside the caller's transaction.
+    Returns whether the file now needs compacting: rows were moved or rewritten, and the
+    pages they left hold what they held."""
     if version == 0:
-        create(connection)
+        create(connection, shared_conversations=shared_conversations)
         return False
     rewrote = False
     for step in range(version, schema.SCHEMA_VERSION):

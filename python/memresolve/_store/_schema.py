@@ -50,6 +50,7 @@ from memresolve._model import (
 from memresolve.errors import ErrorKind
 
 __all__ = [
+    "POLICY_TABLE",
     "PRIVATE_COLUMNS",
     "PUBLIC_COLUMNS",
     "RECORD_COLUMNS",
@@ -68,7 +69,7 @@ __all__ = [
     "tombstone_row",
 ]
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 
 _INSTANTS: Final = ("valid_from", "valid_until", "observed_at")
 #: The native record storage and its row builder, when the compiled core is in use.
@@ -155,6 +156,16 @@ CREATE TABLE erasures (
 INSERT INTO erasures VALUES (1, 0, 0, 0, 0);
 """
 
+#: The store's policy, fixed when the file is created (one row): whether records may
+#: have conversation and scene scopes without an owner (``docs/store.md``, "Owners").
+#: Apart from ``TABLES``, whose text the migrations of older versions reuse.
+POLICY_TABLE: Final = """
+CREATE TABLE store_policy (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    shared_conversations INTEGER NOT NULL CHECK (shared_conversations IN (0, 1))
+) STRICT
+"""
+
 #: A record's row with its text: what every read of records selects.
 SELECT_RECORDS: Final = (
     "SELECT records.*, record_text.value, record_text.source_message_ids "
@@ -227,6 +238,7 @@ PUBLIC_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
         {"key", "scope_kind", "character_id", "forgotten_at", "blocks_sources_before"}
     ),
     "erasures": frozenset({"one", "committed", "wiped", "deleting", "compacted"}),
+    "store_policy": frozenset({"one", "shared_conversations"}),
 }
 
 

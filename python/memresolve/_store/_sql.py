@@ -24,6 +24,7 @@ __all__ = [
     "marks",
     "rebuild_text",
     "rows_of_scopes",
+    "slot_rows",
     "tombstones_of",
 ]
 
@@ -207,6 +208,25 @@ def rebuild_text(connection: sqlite3.Connection) -> None:
     connection.execute(_REBUILT_TEXT)
     connection.execute("DROP TABLE record_text")
     connection.execute("ALTER TABLE record_text_compacted RENAME TO record_text")
+
+
+def slot_rows(
+    connection: sqlite3.Connection,
+    scope_id: str,
+    key: str,
+    *,
+    unerased: bool = False,
+    in_version_order: bool = False,
+) -> list[sqlite3.Row]:
+    """The rows (``SELECT_RECORDS``) of one (scope, key) slot, through ``records_by_scope``:
+    only those not erased with ``unerased``; by version, then start, then id with
+    ``in_version_order`` (else in no promised order)."""
+    where = " AND records.erased = 0" if unerased else ""
+    order = " ORDER BY records.version, records.valid_from, records.id" if in_version_order else ""
+    return connection.execute(
+        f"{schema.SELECT_RECORDS} WHERE records.scope_id = ? AND records.key = ?{where}{order}",
+        (scope_id, key),
+    ).fetchall()
 
 
 def get_record(connection: sqlite3.Connection, record_id: str) -> MemoryRecord | None:

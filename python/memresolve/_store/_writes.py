@@ -8,28 +8,64 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from memresolve._engine import purged_records
-from memresolve._model import MemoryRecord
+from memresolve._model import MemoryRecord, Scope, ScopeKind, Subject
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql
 from memresolve._store._cache import StoreCache
 from memresolve.errors import ErrorKind, InvalidInputError
 
-__all__ = ["ERASED_TEXT", "add_checked", "erased"]
+__all__ = ["ERASED_TEXT", "add_checked", "check_owner", "erased"]
 
 #: What an erased record's ``value`` holds.
 ERASED_TEXT: Final = ""
 
 
+#: The scopes whose owner is optional in the data model (``docs/spec.md`` §1.2).
+_OWNABLE: Final = (ScopeKind.CONVERSATION, ScopeKind.SCENE)
+
+
+def _how_to_own(scope: Scope) -> str:
+    return (
+        f"has no user_id: this store refuses {scope.kind.value} scopes without an owner "
+        "(an unowned conversation is shared by every user who names it); give the scope "
+        f"its user_id ({type(scope).__name__}(..., user_id=...)), or create the store with "
+        "MemoryStore(path, shared_conversations=True) if conversations are shared"
+    )
+
+
+def check_owner(scope: Scope, subject: Subject, field: str) -> None:
+    """Refuses an unowned conversation or scene ``scope`` (a store that fails closed)."""
+    if scope.kind in _OWNABLE and scope.user_id is None:
+        subject.fail(field, ErrorKind.MISSING, _how_to_own(scope))
+
+
 def add_checked(
-    connection: sqlite3.Connection, cache: StoreCache, checked: Sequence[MemoryRecord]
+    connection: sqlite3.Connection,
+    cache: StoreCache,
+    checked: Sequence[MemoryRecord],
+    *,
+    owners: bool,
 ) -> int:
     """Adds checked records in the caller's write transaction; returns how many were new.
+
+    With ``owners`` (a store that fails closed), a record of an unowned conversation or
+    scene scope is refused (``missing``, naming the record and ``user_id``), retry or not.
 
     A record whose id the store holds with the same content (as first added) is a retry
     and changes nothing; with other content it is ``duplicate-id``. A record the forget
     sweep would purge is stored with its text erased. The cache follows in the
     transaction (a failed commit drops it whole).
     """
+    if owners:
+        for index, record in enumerate(checked):
+            if record.scope.kind in _OWNABLE and record.scope.user_id is None:
+                raise InvalidInputError(
+                    f"record {record.id!r}: field 'user_id' {_how_to_own(record.scope)}",
+                    kind=ErrorKind.MISSING,
+                    record_id=record.id,
+                    field="user_id",
+                    row=index,
+                )
     rows = [schema.record_row(record) for record in checked]
     known = sql.known_hashes(connection, [row["id"] for row in rows])
     new: list[tuple[int, dict[str, Any]]] = []

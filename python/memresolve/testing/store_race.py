@@ -115,7 +115,7 @@ def _play(store: mr.MemoryStore, operation: str, argument: object) -> None:
 
 
 def _writer(seed: int, path: str, started: Any, done: Any, pause: float) -> None:
-    store = mr.MemoryStore(path)
+    store = mr.MemoryStore(path, shared_conversations=True)
     rng = random.Random(seed)
     for number, (operation, argument) in enumerate(writes(seed), start=1):
         started.value = number
@@ -170,7 +170,7 @@ class _Expected:
 
     def __init__(self, seed: int, questions: tuple[int, ...]) -> None:
         self._writes = writes(seed)
-        self._model = mr.MemoryStore()
+        self._model = mr.MemoryStore(shared_conversations=True)
         self._questions = questions
         self._answers: dict[int, dict[int, tuple[object, ...]]] = {}
         self._state = 0
@@ -219,7 +219,9 @@ def race(
     started, done = processes.Value("q", 0), processes.Value("q", 0)
     with tempfile.TemporaryDirectory(dir=directory) as where:
         path = str(Path(where) / "race.db")
-        mr.MemoryStore(path).close()  # created before either process opens it
+        mr.MemoryStore(
+            path, shared_conversations=True
+        ).close()  # created before either process opens it
         writer = processes.Process(
             target=_writer, args=(seed, path, started, done, pause), daemon=True
         )
@@ -234,7 +236,7 @@ def race(
             deadline = time.monotonic() + 60
             while done.value < 1 and writer.is_alive() and time.monotonic() < deadline:
                 time.sleep(0.01)  # the writer is importing: race it, not its start-up
-            store = mr.MemoryStore(path)
+            store = mr.MemoryStore(path, shared_conversations=True)
             wrong: list[tuple[int, int, int]] = []
             started_at = time.perf_counter()
             turn = 0
