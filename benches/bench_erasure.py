@@ -35,7 +35,7 @@ from memresolve.testing.peak_memory import own_peak_bytes
 
 def _build(path: Path, records: int, batch: int, seed: int) -> None:
     data = generate(records, seed=seed)
-    with mr.MemoryStore(path) as store:
+    with mr.MemoryStore(path, shared_conversations=True) as store:
         for offset in range(0, records, batch):
             store.add_arrow(data.records.slice(offset, batch))
 
@@ -72,7 +72,7 @@ def main() -> None:
         started = time.perf_counter()
         _build(path, args.records, args.batch, args.seed)
         print(f"built {args.records:,} records in {time.perf_counter() - started:.0f} s")
-    store = mr.MemoryStore(path)
+    store = mr.MemoryStore(path, shared_conversations=True)
     size = path.stat().st_size
     users = _users(store, args.forgets + args.forgets + args.erasures)
     at = datetime(2027, 1, 1, tzinfo=UTC)  # after every generated record
