@@ -1,4 +1,5 @@
-"""What a profile page's reads cost in a MemoryStore file, by store size (``docs/store.md``).
+"""What a profile page's reads, and forgetting a key for a user, cost in a MemoryStore file,
+by store size (``docs/store.md``).
 
 Run (from the repository, after ``make setup``)::
 
@@ -8,8 +9,12 @@ For each size, builds a store of generated records (UUID ids, about 200 records 
 ``memresolve.testing.batch_store``) with ``add_arrow`` (or reuses ``DIR/listing-N.db``),
 then times, over ``--users`` of its users, ``records(user_id=)`` and ``keys(user_id=)``
 (median and slowest, with the records listed per user), and once ``records(key=)``, which
-reads the whole store. A user's reads go through the index on ``records.user_id``: their
-cost should follow the user's records, not the store's.
+reads the whole store; then ``forget_for_user`` of one of each user's keys (median and
+slowest, with the records it erased), which writes a tombstone, erases the text in place and
+empties the write-ahead log into the file before it returns. A user's reads and forgets go
+through the index on ``records.user_id``: their cost should follow the user's records, not
+the store's. A kept store (``--keep``) is forgotten into: rebuild it (delete the file) to
+time the forgets again.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from memresolve.testing.batch_store import generate
 
 def _build(path: Path, records: int, seed: int) -> None:
     data = generate(records, seed=seed)
-    with mr.MemoryStore(path) as store:
+    # The generated store writes unowned conversations (shared, as in the batch form).
+    with mr.MemoryStore(path, shared_conversations=True) as store:
         for offset in range(0, records, 100_000):
             store.add_arrow(data.records.slice(offset, 100_000))
 
@@ -65,8 +71,9 @@ def main() -> None:
     print(
         "| records | user's records (median) | `records(user_id=)` median, slowest |"
         " `keys(user_id=)` median, slowest | `records(key=)` (whole store) |"
+        " `forget_for_user` median, slowest (records erased, median) |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for size in options.records:
         path = options.keep / f"listing-{size}.db"
         if not path.exists():
@@ -84,11 +91,21 @@ def main() -> None:
                 keyed.append(_timed(partial(store.keys, user_id=user))[0])
             key = next(iter(store.records(user_id=users[0]))).key
             whole, _ = _timed(partial(_counted, store, key))
+            forgets: list[float] = []
+            erased: list[int] = []
+            at = max(r.valid_from for r in store.records(user_id=users[0]))
+            for user in users:
+                user_key = next(iter(store.records(user_id=user))).key
+                seconds, ids = _timed(partial(store.forget_for_user, user, user_key, at=at))
+                forgets.append(seconds)
+                erased.append(len(ids))  # type: ignore[arg-type]
         print(
             f"| {size:,} | {statistics.median(counts):.0f} "
             f"| {statistics.median(listed) * 1e3:.2f} ms, {max(listed) * 1e3:.2f} ms "
             f"| {statistics.median(keyed) * 1e3:.2f} ms, {max(keyed) * 1e3:.2f} ms "
-            f"| {whole:.2f} s |",
+            f"| {whole:.2f} s "
+            f"| {statistics.median(forgets) * 1e3:.2f} ms, {max(forgets) * 1e3:.2f} ms "
+            f"({statistics.median(erased):.0f}) |",
             flush=True,
         )
 

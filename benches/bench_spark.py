@@ -45,7 +45,10 @@ def _plain(spark: Any, store: Path, output: Path) -> None:
         spark.read.parquet(str(store / name)).createOrReplaceTempView(f"{name}_in")
     columns = spark.table("records_in").columns
     observed = "observed_at" if "observed_at" in columns else "CAST(NULL AS TIMESTAMP)"
-    spark.sql(SPARK_SQL.format(observed=observed)).write.parquet(str(output))
+    forgets = spark.table("tombstones_in").columns
+    user_wide = "coalesce(user_wide, false)" if "user_wide" in forgets else "false"
+    query = SPARK_SQL.format(observed=observed, user_wide=user_wide)
+    spark.sql(query).write.parquet(str(output))
 
 
 def _command(threads: int, memory_limit: str) -> Any:

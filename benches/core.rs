@@ -163,6 +163,7 @@ fn tombstones(work: &Workload, count: usize) -> Vec<Tombstone<'_>> {
             key: &work.keys[n % work.keys.len()],
             scope: SCOPES[n % SCOPES.len()],
             blocks_sources_before: NOW - 40 * DAY,
+            user_wide: false,
         })
         .collect()
 }

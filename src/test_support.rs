@@ -86,7 +86,7 @@ pub(crate) fn set_of(records: &[Record<'static>]) -> CandidateSet<'static> {
 /// [`crate::resolve::resolve`].
 pub(crate) mod generated {
     use super::Rng;
-    use crate::model::{Authority, Status};
+    use crate::model::{Authority, ScopeKind, Status};
     use crate::resolve::{Context, Record, ScopeRef, Tombstone};
 
     pub(crate) const NOW: i64 = 1_000;
@@ -170,10 +170,15 @@ pub(crate) mod generated {
     pub(crate) fn random_tombstones(rng: &mut Rng) -> Vec<Tombstone<'static>> {
         let scopes = scopes();
         (0..rng.below(4))
-            .map(|_| Tombstone {
-                key: rng.pick(&["name", "home", "other"]),
-                scope: rng.pick(&scopes),
-                blocks_sources_before: rng.pick(&[NOW - 30, NOW - 5, NOW, NOW + 10]),
+            .map(|_| {
+                let scope = rng.pick(&scopes);
+                Tombstone {
+                    key: rng.pick(&["name", "home", "other"]),
+                    scope,
+                    blocks_sources_before: rng.pick(&[NOW - 30, NOW - 5, NOW, NOW + 10]),
+                    // Half the user scopes' tombstones reach all their user owns.
+                    user_wide: scope.kind == ScopeKind::User && rng.below(2) == 0,
+                }
             })
             .collect()
     }

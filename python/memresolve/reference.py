@@ -93,6 +93,7 @@ __all__ = [
     "precedence_key",
     "purge_cause",
     "purge_rows",
+    "reaches",
     "resolve",
     "resolve_batch",
     "resolve_rows",
@@ -160,8 +161,20 @@ def evidence_time(record: MemoryRecord) -> datetime:
     return record.valid_from if record.observed_at is None else record.observed_at
 
 
+def reaches(tombstone: ForgetTombstone, scope: Scope) -> bool:
+    """The tombstone's scope is ``scope``; or it is user-wide and its user owns ``scope``.
+
+    Every scope class has ``user_id``: the user of a user or character scope,
+    the owner of a conversation or scene scope (None when unowned, which no
+    user-wide tombstone reaches: its user id is never None).
+    """
+    if tombstone.scope == scope:
+        return True
+    return tombstone.user_wide and scope.user_id == tombstone.scope.user_id
+
+
 def blocked_by_tombstone(record: MemoryRecord, tombstones: Iterable[ForgetTombstone]) -> bool:
-    """Some tombstone has the record's key, an equal scope, and evidence up to its bound.
+    """Some tombstone has the record's key, reaches its scope, and evidence up to its bound.
 
     The evidence time, not ``valid_from``, decides: a summary generated after
     the forget from old messages stays forgotten, and a fact re-told after the
@@ -169,7 +182,7 @@ def blocked_by_tombstone(record: MemoryRecord, tombstones: Iterable[ForgetTombst
     """
     return any(
         tombstone.key == record.key
-        and tombstone.scope == record.scope
+        and reaches(tombstone, record.scope)
         and evidence_time(record) <= tombstone.blocks_sources_before
         for tombstone in tombstones
     )

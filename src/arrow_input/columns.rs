@@ -297,6 +297,30 @@ impl<'t> Table<'t> {
         Ok(micros)
     }
 
+    /// An optional bool column: absent means every row is null, and reads as
+    /// an empty vector.
+    pub(super) fn optional_bools(&self, column: &str) -> Checked<Vec<Option<bool>>> {
+        if !self.has(column) {
+            return Ok(Vec::new());
+        }
+        let kind = self.field_type(column)?;
+        if kind == DataType::Null {
+            // Every row null: an empty vector, as for an absent column.
+            return self.chunks(column).map(|_| Vec::new());
+        }
+        if kind != DataType::Boolean {
+            return Err(self.wrong_type(column, "a bool column", &kind));
+        }
+        let mut values = Vec::with_capacity(self.rows);
+        for array in self.chunks(column)? {
+            let bools = array
+                .as_boolean_opt()
+                .ok_or_else(|| self.wrong_type(column, "a bool column", array.data_type()))?;
+            values.extend(bools.iter());
+        }
+        Ok(values)
+    }
+
     /// A signed integer column of at most 64 bits (or unsigned of at most 32), non-null.
     pub(super) fn integers(&self, column: &str) -> Checked<Vec<i64>> {
         let kind = self.field_type(column)?;

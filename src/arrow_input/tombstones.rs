@@ -2,7 +2,8 @@
 //! `blocks_sources_before` are each optional, but every row needs one of
 //! them; a missing one equals the other, and `blocks_sources_before` may not
 //! be later than `forgotten_at` (it would block a fact re-told after the
-//! forget).
+//! forget). An optional `user_wide` bool column (null: false) marks the
+//! user-wide tombstones, each on a user scope (§1.5).
 
 use super::scopes::{id_columns, scopes};
 use super::{Checked, Table};
@@ -12,6 +13,7 @@ use crate::resolve::Tombstone;
 
 const BOUND: &str = "blocks_sources_before";
 const FORGOTTEN: &str = "forgotten_at";
+const USER_WIDE: &str = "user_wide";
 
 /// Every row as a tombstone, in row order.
 ///
@@ -32,6 +34,7 @@ pub fn read_tombstones<'t>(table: &Table<'t>) -> Checked<Vec<Tombstone<'t>>> {
     }
     let bounds = table.optional_instants(BOUND)?;
     let forgotten = table.optional_instants(FORGOTTEN)?;
+    let user_wide = table.optional_bools(USER_WIDE)?;
     let scopes = scopes(table, &kinds, &ids)?;
     let mut tombstones = Vec::with_capacity(keys.len());
     for (row, (key, scope)) in keys.into_iter().zip(scopes).enumerate() {
@@ -57,10 +60,22 @@ pub fn read_tombstones<'t>(table: &Table<'t>) -> Checked<Vec<Tombstone<'t>>> {
                     ))
                 }
             };
+        // Absent, or null: a tombstone of its scope alone.
+        let user_wide = user_wide.get(row).copied().flatten().unwrap_or(false);
+        if user_wide && scope.kind != ScopeKind::User {
+            return Err(table.fail(
+                USER_WIDE,
+                ErrorKind::Inconsistent,
+                "is true on a tombstone whose scope is not a user scope; a user-wide \
+                 tombstone is on the user's scope",
+                Some(row),
+            ));
+        }
         tombstones.push(Tombstone {
             key,
             scope,
             blocks_sources_before,
+            user_wide,
         });
     }
     Ok(tombstones)

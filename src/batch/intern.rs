@@ -297,6 +297,24 @@ impl ScopeIndex {
         self.keys.get(number as usize).copied()
     }
 
+    /// Every scope with an owning user, by that user's number in the `user_id`
+    /// column: user and character scopes by their user, owned conversations
+    /// and scenes by their owner (what a user-wide tombstone reaches).
+    #[must_use]
+    pub fn by_owner(&self) -> Map<u32, Vec<u32>> {
+        let mut by_owner: Map<u32, Vec<u32>> = Map::default();
+        for (number, key) in (0..).zip(&self.keys) {
+            let owner = match key.kind {
+                ScopeKind::User | ScopeKind::Character => key.first,
+                ScopeKind::Conversation | ScopeKind::Scene => key.owner,
+            };
+            if owner != NO_ROW {
+                by_owner.entry(owner).or_default().push(number);
+            }
+        }
+        by_owner
+    }
+
     /// How many scopes there are (numbered from 0).
     #[must_use]
     pub fn len(&self) -> usize {

@@ -206,22 +206,43 @@ impl<'a> Store<'a> {
     /// then key rank (a tombstone on a scope or key no record has is dropped).
     /// Several on one (scope, key) act as the one with the latest bound.
     #[must_use]
+    ///
+    /// A user-wide tombstone is indexed on every scope of the store its user
+    /// owns (`docs/spec.md` §2.3), found through one map of the scopes by
+    /// owner, built only when some tombstone is user-wide.
     pub fn index_tombstones(&self, tombstones: &[Tombstone<'_>]) -> StoreTombstones {
         let state = text_hasher();
+        let owned = if tombstones.iter().any(|tombstone| tombstone.user_wide) {
+            self.scopes.by_owner()
+        } else {
+            Map::default()
+        };
+        let users = self.scope_ids.get(usize::from(IdColumn::UserId.code()));
         let mut by_scope: Map<u32, Map<u32, i64>> = map_with_capacity(tombstones.len());
         for tombstone in tombstones {
-            let (Some(scope), Some(key)) = (
-                self.scope_number(&tombstone.scope),
-                self.keys.rank_of(&Hashed::new(&state, tombstone.key)),
-            ) else {
+            let Some(key) = self.keys.rank_of(&Hashed::new(&state, tombstone.key)) else {
                 continue;
             };
-            by_scope
-                .entry(scope)
-                .or_insert_with(|| map_with_capacity(1))
-                .entry(key)
-                .and_modify(|bound| *bound = (*bound).max(tombstone.blocks_sources_before))
-                .or_insert(tombstone.blocks_sources_before);
+            let on_scope;
+            let reached: &[u32] = if tombstone.user_wide {
+                tombstone
+                    .scope
+                    .owning_user()
+                    .and_then(|user| users?.number_of(&Hashed::new(&state, user)))
+                    .and_then(|user| owned.get(&user))
+                    .map_or(&[], Vec::as_slice)
+            } else {
+                on_scope = self.scope_number(&tombstone.scope);
+                on_scope.as_slice()
+            };
+            for &scope in reached {
+                by_scope
+                    .entry(scope)
+                    .or_insert_with(|| map_with_capacity(1))
+                    .entry(key)
+                    .and_modify(|bound| *bound = (*bound).max(tombstone.blocks_sources_before))
+                    .or_insert(tombstone.blocks_sources_before);
+            }
         }
         StoreTombstones { by_scope }
     }

@@ -81,6 +81,7 @@ fn each_context_sees_only_its_scopes_and_equals_a_single_resolve() {
         key: "x",
         scope: ScopeRef::conversation("k2"),
         blocks_sources_before: 0,
+        user_wide: false,
     }];
     let index = TombstoneIndex::new(&tombstones);
     let batch = listed(
@@ -221,6 +222,7 @@ fn owned_conversation_records_reach_only_their_owner() {
         key: "topic",
         scope: ScopeRef::conversation("k1").owned_by("u1"),
         blocks_sources_before: 0,
+        user_wide: false,
     }];
     let batch = listed(
         &store,

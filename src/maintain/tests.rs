@@ -124,6 +124,7 @@ fn a_retraction_is_never_rewritten_and_retracts_from_its_start() {
         key: "pet",
         scope: ScopeRef::user("u"),
         blocks_sources_before: NOW,
+        user_wide: false,
     };
     assert_eq!(
         changes(&[old, started], &[blocked]),
@@ -163,6 +164,7 @@ fn forgotten_comes_first_then_expired_then_superseded() {
         key: "pet",
         scope: ScopeRef::user("u"),
         blocks_sources_before: 10,
+        user_wide: false,
     };
     let blocked = Record {
         valid_until: Some(NOW - 1),
@@ -250,6 +252,7 @@ fn the_sweep_names_blocked_and_stored_forgotten_records() {
         key: "pet",
         scope: ScopeRef::user("u"),
         blocks_sources_before: 10,
+        user_wide: false,
     }];
     let plan = ok(purge(&store, &store.index_tombstones(&tombstones)));
     assert_eq!(
@@ -351,6 +354,7 @@ fn normalising_never_changes_a_later_resolution() {
                 key: rng.pick(&["pet", "home"]),
                 scope: rng.pick(&scopes()),
                 blocks_sources_before: rng.pick(&[0, 3, NOW]),
+                user_wide: false,
             })
             .collect();
         let set = set_of(&records);

@@ -91,6 +91,7 @@ pub(super) struct OwnedTombstone {
     key: String,
     scope: OwnedScope,
     blocks_sources_before: i64,
+    user_wide: bool,
 }
 
 impl OwnedTombstone {
@@ -119,6 +120,8 @@ impl OwnedTombstone {
                 package,
                 &tombstone.getattr(intern!(py, "blocks_sources_before"))?,
             )?,
+            // Checked a bool on a user scope when the tombstone was built.
+            user_wide: tombstone.getattr(intern!(py, "user_wide"))?.is_truthy()?,
         })
     }
 
@@ -127,6 +130,7 @@ impl OwnedTombstone {
             key: &self.key,
             scope: self.scope.borrow(),
             blocks_sources_before: self.blocks_sources_before,
+            user_wide: self.user_wide,
         }
     }
 }

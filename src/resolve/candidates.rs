@@ -85,6 +85,17 @@ impl<'a> ScopeRef<'a> {
         std::iter::once(self.first).chain(two_fields.then_some(self.second))
     }
 
+    /// The user that owns this scope (`docs/spec.md` §4.3): the user of a
+    /// user or character scope, the owner of a conversation or scene scope
+    /// (none when unowned). What a user-wide tombstone reaches by.
+    #[must_use]
+    pub fn owning_user(&self) -> Option<&'a str> {
+        match self.kind {
+            ScopeKind::User | ScopeKind::Character => Some(self.first),
+            ScopeKind::Conversation | ScopeKind::Scene => self.owner,
+        }
+    }
+
     /// Which of a context's scopes this would be (see [`Slot`]).
     #[must_use]
     pub fn slot(&self) -> Slot {
@@ -421,9 +432,21 @@ impl<'a> Context<'a> {
 }
 
 /// A forget: blocks `key` in `scope` for evidence up to `blocks_sources_before`.
+/// A `user_wide` one (always on a user scope) reaches every scope its user
+/// owns (`docs/spec.md` §1.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tombstone<'a> {
     pub key: &'a str,
     pub scope: ScopeRef<'a>,
     pub blocks_sources_before: i64,
+    pub user_wide: bool,
+}
+
+impl Slot {
+    /// Whether a context's scope of this slot is owned by the context's user:
+    /// its user and character scopes, its owned conversation and scene.
+    #[must_use]
+    pub const fn owned_by_context_user(self) -> bool {
+        matches!(self.kind, ScopeKind::User | ScopeKind::Character) || self.owned
+    }
 }

@@ -27,6 +27,7 @@ use std::cmp::Ordering;
 use std::ops::Range;
 
 use super::candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Slot, Tombstone};
+use super::forget::latest;
 use super::hash::{map_with_capacity, Map};
 use super::order::compare_scope_ids;
 use super::view::Candidates;
@@ -66,6 +67,36 @@ impl OwnedScope {
     }
 }
 
+/// A tombstone as a prepared set keeps it.
+#[derive(Clone, Debug)]
+struct KeptTombstone {
+    scope: OwnedScope,
+    key: String,
+    bound: i64,
+    user_wide: bool,
+}
+
+impl KeptTombstone {
+    /// Whether it blocks the (`scope`, `key`) group (`docs/spec.md` §2.3).
+    fn reaches(&self, scope: &ScopeRef<'_>, key: &str) -> bool {
+        self.key == key
+            && if self.user_wide {
+                scope.owning_user() == Some(self.scope.first.as_str())
+            } else {
+                self.scope.borrow() == *scope
+            }
+    }
+}
+
+/// The latest bound of the `tombstones` that reach the (`scope`, `key`) group.
+fn group_bound(tombstones: &[KeptTombstone], scope: &ScopeRef<'_>, key: &str) -> Option<i64> {
+    tombstones
+        .iter()
+        .filter(|tombstone| tombstone.reaches(scope, key))
+        .map(|tombstone| tombstone.bound)
+        .max()
+}
+
 /// Why a set was not prepared or not grown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -92,9 +123,9 @@ pub struct PreparedSet {
     /// The distinct scopes of the candidates, and each one's rank by scope id.
     scopes: Vec<OwnedScope>,
     scope_ranks: Vec<u32>,
-    /// Every tombstone, with the latest bound per (scope, key): a group
-    /// formed later takes its bound from here.
-    tombstones: Vec<(OwnedScope, String, i64)>,
+    /// Every tombstone, with the latest bound per (scope, key, user-wide): a
+    /// group formed later takes its bound from here.
+    tombstones: Vec<KeptTombstone>,
     scope_of_row: Vec<u32>,
     /// Each row's (scope, key) group.
     group_of_row: Vec<u32>,
@@ -148,17 +179,29 @@ impl PreparedSet {
             }
             row_of_id.insert(id, number(row)?);
         }
-        let mut bounds: Map<(ScopeRef<'_>, &str), i64> = map_with_capacity(tombstones.len());
+        let mut bounds: Map<(ScopeRef<'_>, &str, bool), i64> = map_with_capacity(tombstones.len());
         for tombstone in tombstones {
             let bound = bounds
-                .entry((tombstone.scope, tombstone.key))
+                .entry((tombstone.scope, tombstone.key, tombstone.user_wide))
                 .or_insert(tombstone.blocks_sources_before);
             *bound = (*bound).max(tombstone.blocks_sources_before);
+        }
+        // The user-wide ones by (user, key): each reaches every group its user owns.
+        let mut user_bounds: Map<(&str, &str), i64> = Map::default();
+        for (&(scope, key, user_wide), &bound) in &bounds {
+            if user_wide {
+                user_bounds.insert((scope.first, key), bound);
+            }
         }
         let mut set = Self {
             tombstones: bounds
                 .iter()
-                .map(|((scope, key), &bound)| (OwnedScope::new(scope), (*key).to_owned(), bound))
+                .map(|(&(scope, key, user_wide), &bound)| KeptTombstone {
+                    scope: OwnedScope::new(&scope),
+                    key: key.to_owned(),
+                    bound,
+                    user_wide,
+                })
                 .collect(),
             ..Self::default()
         };
@@ -176,8 +219,12 @@ impl PreparedSet {
                 group
             } else {
                 let group = number(set.group_bounds.len())?;
-                set.group_bounds
-                    .push(bounds.get(&(record.scope, record.key)).copied());
+                let on_scope = bounds.get(&(record.scope, record.key, false)).copied();
+                let user_wide = record
+                    .scope
+                    .owning_user()
+                    .and_then(|user| user_bounds.get(&(user, record.key)).copied());
+                set.group_bounds.push(latest(on_scope, user_wide));
                 group_numbers.insert((scope, record.key), group);
                 group
             };

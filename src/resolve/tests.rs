@@ -182,6 +182,7 @@ fn tombstones_decide_on_evidence_time_inclusive() {
         key: "pet",
         scope,
         blocks_sources_before: NOW - 5 * DAY,
+        user_wide: false,
     };
     let at_bound = Record {
         valid_from: NOW - 5 * DAY,

@@ -64,8 +64,8 @@ MODULE_NAMES = {
         "decide", "evidence_time", "excluded_as_forgotten", "excluded_by_status_or_time",
         "first_exclusion", "forget_sweep_batch", "in_validity_interval", "losers_by_precedence",
         "normalize_batch", "normalize_rows", "normalized_status", "precedence_key",
-        "purge_cause", "purge_rows", "resolve", "resolve_batch", "resolve_rows", "scope_id",
-        "scope_matches", "superseded_ids",
+        "purge_cause", "purge_rows", "reaches", "resolve", "resolve_batch", "resolve_rows",
+        "scope_id", "scope_matches", "superseded_ids",
     ],
     "memresolve.spark": [
         "forget_sweep", "forget_sweep_schema", "normalize", "normalize_schema", "output_schema",

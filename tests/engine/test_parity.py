@@ -89,6 +89,44 @@ def test_native_equals_reference(scenario: Scenario) -> None:
     assert_backends_agree(scenario.records, scenario.context, scenario.tombstones)
 
 
+def _user_wide(tombstone: mr.ForgetTombstone, user: str) -> mr.ForgetTombstone:
+    """``tombstone``'s key and instants, user-wide for ``user``."""
+    return dataclasses.replace(tombstone, scope=mr.UserScope(user), user_wide=True)
+
+
+@parity
+@given(scenarios(), st.data())
+def test_user_wide_tombstones_agree_per_turn_prepared_and_in_batch(
+    scenario: Scenario, data: st.DataObject
+) -> None:
+    """Every tombstone made user-wide, for the context's user or another: the per-turn
+    kernels, a prepared set (the store's) and the batch form all answer as the reference."""
+    users = sorted(
+        {scenario.context.user_id} | {r.scope.user_id or "nobody" for r in scenario.records}
+    )
+    tombstones = [
+        _user_wide(tombstone, data.draw(st.sampled_from(users)))
+        if data.draw(st.booleans())
+        else tombstone
+        for tombstone in scenario.tombstones
+    ]
+    expected = assert_backends_agree(scenario.records, scenario.context, tombstones)
+    native = get_backend("native")
+    prepared = native.prepare(tuple(scenario.records), tuple(tombstones))
+    assert resolve_prepared(prepared, scenario.context) == expected
+    table = mr.resolve_batch(
+        mr.records_to_arrow(scenario.records),
+        {"c": scenario.context},
+        tombstones=mr.tombstones_to_arrow(tombstones),
+        include_excluded=True,
+    )
+    in_batch = {row["record_id"]: row["decision"] for row in table.to_pylist()}
+    assert in_batch == {
+        **{record.id: "active" for record in expected.active},
+        **{e.id: e.reason.value for e in expected.excluded if e.reason is not mr.Reason.SCOPE},
+    }
+
+
 @settings(max_examples=max(50, PARITY_EXAMPLES // 10))
 @given(scenarios(max_records=80, max_tombstones=8))
 def test_native_equals_reference_on_larger_sets(scenario: Scenario) -> None:

@@ -866,6 +866,72 @@ def test_C9_a_scene_without_its_conversation_is_inconsistent() -> None:
     assert reject_arrow(_table(), contexts=contexts)[:3] == (K.INCONSISTENT, "scene_id", 1)
 
 
+def test_C10_a_user_wide_tombstone_reaches_what_its_user_owns() -> None:
+    scopes = [
+        mr.UserScope("u-ada"),
+        mr.CharacterScope("u-ada", "c-rowan"),
+        mr.ConversationScope("k-harbor-nights", user_id="u-ada"),
+        mr.SceneScope("k-harbor-nights", "s-raincoat", user_id="u-ada"),
+        HARBOR_NIGHTS,  # unowned: nobody's to forget
+        RAINCOAT_SCENE,
+        mr.UserScope("u-bob"),
+        mr.CharacterScope("u-bob", "c-rowan"),
+    ]
+    records = [record(f"m{n}", key="home", scope=scope) for n, scope in enumerate(scopes)]
+    user_wide = mr.ForgetTombstone(
+        key="home", scope=mr.UserScope("u-ada"), forgotten_at=NOW, user_wide=True
+    )
+    assert sorted(decide(records, context(), [user_wide]).active) == ["m4", "m5"]
+    # Without user_wide, the same tombstone reaches its user scope alone.
+    plain = mr.ForgetTombstone(key="home", scope=mr.UserScope("u-ada"), forgotten_at=NOW)
+    assert sorted(decide(records, context(), [plain]).active) == ["m1", "m2", "m3", "m4", "m5"]
+    # Another user's context keeps its records; a record told after the bound is shown.
+    bob = context(user_id="u-bob")
+    assert decide(records, bob, [user_wide]).active == decide(records, bob).active
+    retold = record("m9", key="home", scope=scopes[2], valid_from=NOW + timedelta(days=1))
+    assert (
+        "m9" in decide([*records, retold], context(now=NOW + timedelta(days=2)), [user_wide]).active
+    )
+
+
+def test_C11_user_wide_needs_a_user_scope_and_a_bool() -> None:
+    character = mr.CharacterScope("u-ada", "c-rowan")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.ForgetTombstone(key="home", scope=character, forgotten_at=NOW, user_wide=True)
+    assert (caught.value.kind, caught.value.field) == (K.INCONSISTENT, "user_wide")
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.ForgetTombstone(key="home", scope=mr.UserScope("u"), forgotten_at=NOW, user_wide="yes")  # type: ignore[arg-type]
+    assert (caught.value.kind, caught.value.field) == (K.WRONG_TYPE, "user_wide")
+    line = {
+        "key": "home",
+        "scope": {"kind": "character", "user_id": "u-ada", "character_id": "c-rowan"},
+        "forgotten_at": NOW.isoformat(),
+        "user_wide": True,
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "tombstones.jsonl"
+        path.write_text(json.dumps(line) + "\n")
+        with pytest.raises(mr.InvalidInputError) as caught:
+            mr.read_tombstones(path)
+        assert (caught.value.kind, caught.value.field, caught.value.line) == (
+            K.INCONSISTENT,
+            "user_wide",
+            1,
+        )
+    plain = mr.ForgetTombstone(key="home", scope=mr.UserScope("u-ada"), forgotten_at=NOW)
+    table = mr.tombstones_to_arrow([plain, plain])
+
+    def replaced(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
+        return table.set_column(table.schema.get_field_index(name), name, values)
+
+    wrong = replaced(table, "user_wide", pa.array([False, True]))
+    wrong = replaced(wrong, "scope_kind", pa.array(["user", "character"]))
+    wrong = replaced(wrong, "character_id", pa.array([None, "c-rowan"], pa.string()))
+    assert reject_arrow(_table(), tombstones=wrong)[:3] == (K.INCONSISTENT, "user_wide", 1)
+    as_text = replaced(table, "user_wide", pa.array(["no", "yes"]))
+    assert reject_arrow(_table(), tombstones=as_text)[:2] == (K.WRONG_TYPE, "user_wide")
+
+
 def test_G1_a_repeated_id_with_other_content_is_a_duplicate_id() -> None:
     first, second = record("m1"), record("m1", value="changed")
     for backend in BACKENDS:
@@ -1298,7 +1364,7 @@ def _catalogue_rows() -> dict[str, str]:
 
 def test_every_row_of_the_catalogue_has_its_test() -> None:
     rows = _catalogue_rows()
-    assert len(rows) == 109
+    assert len(rows) == 111
     sources = {
         str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
         for folder in ("tests", "benches")
@@ -1313,7 +1379,7 @@ def test_every_row_of_the_catalogue_has_its_test() -> None:
         for file, function in named:
             assert f"def {function}(" in sources[file], (row, file, function)
         covered += 1
-    claimed = re.search(r"Coverage: (\d+) of 109 rows", _CATALOGUE.read_text(encoding="utf-8"))
+    claimed = re.search(r"Coverage: (\d+) of 111 rows", _CATALOGUE.read_text(encoding="utf-8"))
     assert claimed is not None
     assert covered == int(claimed[1])
 

@@ -385,3 +385,33 @@ def test_contexts_without_a_character_or_a_conversation(spark: Any) -> None:
     assert by_context(got) == _expected(
         store.records, contexts, store.tombstones, include_excluded=True
     )
+
+
+def test_user_wide_tombstones_reach_every_scope_their_user_owns(spark: Any) -> None:
+    """A generated store's users each forget one key user-wide: Spark routes each to its
+    user's part and gives the rows of ``resolve_batch``, ``normalize_batch`` and
+    ``forget_sweep_batch``, which block the key in the user's owned scopes only."""
+    store = generate(3_000, seed=9)
+    records = store.records.to_pylist()
+    owners = sorted({row["user_id"] for row in records if row["user_id"] is not None})
+    keys = {row["user_id"]: row["key"] for row in records if row["user_id"] is not None}
+    user_wide = [
+        mr.ForgetTombstone(
+            key=keys[user], scope=mr.UserScope(user), forgotten_at=NOW_UTC, user_wide=True
+        )
+        for user in owners[::3]
+    ]
+    tombstones = mr.tombstones_to_arrow([*mr.tombstones_from_arrow(store.tombstones), *user_wide])
+    frames = _frames(spark, store.records, store.contexts, tombstones)
+    got = mrs.resolve(*frames, include_excluded=True, partitions=3).toArrow()
+    expected = _expected(store.records, store.contexts, tombstones, include_excluded=True)
+    assert by_context(got) == expected
+    assert expected != _expected(
+        store.records, store.contexts, store.tombstones, include_excluded=True
+    )
+    swept = mrs.forget_sweep(frames[0], frames[2]).toArrow()
+    assert _sorted(swept) == _sorted(_as_strings(mr.forget_sweep_batch(store.records, tombstones)))
+    normalized = mrs.normalize(frames[0], now=NOW_UTC, tombstones=frames[2], partitions=2)
+    assert _sorted(normalized.toArrow()) == _sorted(
+        _as_strings(mr.normalize_batch(store.records, now=NOW_UTC, tombstones=tombstones))
+    )

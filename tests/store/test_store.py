@@ -42,7 +42,7 @@ from memresolve.testing.strategies import (
     universes,
 )
 from profiles import PROFILE
-from store_cases import CONTEXT
+from store_cases import CONTEXT, forget_in
 from store_cases import file_bytes as _file_bytes
 from store_cases import record as _record
 from store_cases import t as _t
@@ -115,12 +115,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
         return first != record
 
     def _blocked(self, record: mr.MemoryRecord) -> bool:
-        return any(
-            t.key == record.key
-            and scope_id(t.scope) == scope_id(record.scope)
-            and _evidence(record) <= t.blocks_sources_before
-            for t in self.forgets
-        )
+        return reference.blocked_by_tombstone(record, self.forgets)
 
     @rule(data=st.data())
     def add(self, data: st.DataObject) -> None:
@@ -164,12 +159,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
     def forget(self, data: st.DataObject) -> None:
         assert self.universe is not None
         tombstone = data.draw(tombstones(self.universe))
-        erased = self.store.forget(
-            tombstone.key,
-            tombstone.scope,
-            at=tombstone.forgotten_at,
-            blocks_sources_before=tombstone.blocks_sources_before,
-        )
+        erased = forget_in(self.store, tombstone)  # forget_for_user when user-wide
         self._expect_erasure([tombstone], erased)
 
     @rule(data=st.data())

@@ -183,7 +183,7 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
                 # application's data, not something the store kept.
                 gone.canaries -= {r.supersedes.encode() for r in argument if r.supersedes}
                 continue
-            if operation in ("forget", "forget_everywhere"):
+            if operation in ("forget", "forget_everywhere", "forget_for_user"):
                 _forget_text(gone, [by_id[record_id] for record_id in result])
             elif operation == "erase_user":
                 _forget_user(gone, users[argument], _registered(), store, held)

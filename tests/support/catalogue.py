@@ -191,6 +191,15 @@ def _through_command(
 
 
 def _forget_in(store: mr.MemoryStore, tombstone: mr.ForgetTombstone) -> None:
+    if tombstone.user_wide:
+        assert tombstone.scope.user_id is not None  # a user-wide tombstone is on a user scope
+        store.forget_for_user(
+            tombstone.scope.user_id,
+            tombstone.key,
+            at=tombstone.forgotten_at,
+            blocks_sources_before=tombstone.blocks_sources_before,
+        )
+        return
     store.forget(
         tombstone.key,
         tombstone.scope,

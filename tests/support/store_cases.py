@@ -37,18 +37,32 @@ def file_bytes(directory: Path) -> bytes:
 def store_of(
     records: Iterable[mr.MemoryRecord], tombstones: Iterable[mr.ForgetTombstone]
 ) -> mr.MemoryStore:
-    """A store in memory holding ``records``, with each tombstone stored by ``forget``:
+    """A store in memory holding ``records``, with each tombstone stored (``forget_in``):
     created to share conversations, since drawn records may leave owners out."""
     store = mr.MemoryStore(shared_conversations=True)
     store.add(records)
     for tombstone in tombstones:
-        store.forget(
+        forget_in(store, tombstone)
+    return store
+
+
+def forget_in(store: mr.MemoryStore, tombstone: mr.ForgetTombstone) -> tuple[str, ...]:
+    """Stores ``tombstone`` through the store's own call: ``forget_for_user`` for a
+    user-wide one, else ``forget``; returns the ids erased."""
+    if tombstone.user_wide:
+        assert tombstone.scope.user_id is not None  # a user-wide tombstone is on a user scope
+        return store.forget_for_user(
+            tombstone.scope.user_id,
             tombstone.key,
-            tombstone.scope,
             at=tombstone.forgotten_at,
             blocks_sources_before=tombstone.blocks_sources_before,
         )
-    return store
+    return store.forget(
+        tombstone.key,
+        tombstone.scope,
+        at=tombstone.forgotten_at,
+        blocks_sources_before=tombstone.blocks_sources_before,
+    )
 
 
 def narrowest_context(scope: mr.Scope, at: datetime) -> mr.RetrievalContext:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -181,6 +181,17 @@ def plan(seed: int, users: int = 40, records: int = 50) -> Plan:
     return Plan(people, list(_operations(rng, people)))
 
 
+def _forget(rng: random.Random, user: User, roll: float, day: float) -> tuple[str, Any]:
+    """A forget of a key of ``user``: in one of its scopes, everywhere a turn of it sees,
+    or everywhere it owns."""
+    key, at = rng.choice(_KEYS), _day(day)
+    if roll < 0.15:
+        return "forget", (key, rng.choice(user.scopes()), at)
+    if roll < 0.22:
+        return "forget_everywhere", (key, user.context(day), at)
+    return "forget_for_user", (user.user_id, key, at)
+
+
 def _operations(rng: random.Random, users: list[User]) -> Iterator[tuple[str, Any]]:
     """Adds in small interleaved batches, with erasures, normalising and reopening among
     them; a user once erased is never written again."""
@@ -208,12 +219,8 @@ def _operations(rng: random.Random, users: list[User]) -> Iterator[tuple[str, An
         yield ("add_arrow" if rng.random() < 0.3 else "add"), batch
         roll = rng.random()
         live = [u for u, done in added.items() if done and u not in erased]
-        if roll < 0.15 and live:
-            user = by_id[rng.choice(live)]
-            yield "forget", (rng.choice(_KEYS), rng.choice(user.scopes()), _day(day))
-        elif roll < 0.25 and live:
-            user = by_id[rng.choice(live)]
-            yield "forget_everywhere", (rng.choice(_KEYS), user.context(day), _day(day))
+        if roll < 0.25 and live:
+            yield _forget(rng, by_id[rng.choice(live)], roll, day)
         elif roll < 0.29 and live:
             victim = rng.choice(live)
             erased.add(victim)
@@ -226,23 +233,23 @@ def _operations(rng: random.Random, users: list[User]) -> Iterator[tuple[str, An
         day += 0.5
 
 
+#: Each operation of a plan, but ``reopen`` (the caller's), as a call on a store.
+_CALLS: dict[str, Callable[[mr.MemoryStore, Any], Any]] = {
+    "add": lambda store, records: store.add(records),
+    "add_arrow": lambda store, records: store.add_arrow(mr.records_to_arrow(records)),
+    "forget": lambda store, a: store.forget(a[0], a[1], at=a[2]),
+    "forget_everywhere": lambda store, a: store.forget_everywhere(a[0], a[1], at=a[2]),
+    "forget_for_user": lambda store, a: store.forget_for_user(a[0], a[1], at=a[2]),
+    "erase_user": lambda store, user_id: store.erase_user(user_id),
+    "normalize": lambda store, now: store.normalize(now),
+}
+
+
 def play(store: mr.MemoryStore, operation: str, argument: Any) -> Any:
     """Runs one operation of a plan on ``store`` (``reopen`` is the caller's)."""
-    if operation == "add":
-        return store.add(argument)
-    if operation == "add_arrow":
-        return store.add_arrow(mr.records_to_arrow(argument))
-    if operation == "forget":
-        key, scope, at = argument
-        return store.forget(key, scope, at=at)
-    if operation == "forget_everywhere":
-        key, context, at = argument
-        return store.forget_everywhere(key, context, at=at)
-    if operation == "erase_user":
-        return store.erase_user(argument)
-    if operation == "normalize":
-        return store.normalize(argument)
-    raise ValueError(operation)
+    if operation not in _CALLS:
+        raise ValueError(operation)
+    return _CALLS[operation](store, argument)
 
 
 def main(arguments: list[str]) -> None:

@@ -29,7 +29,8 @@ conversation is ``inconsistent``).
 ``tombstones``: ``key``, ``scope_kind`` and its ids as for records,
 ``forgotten_at`` and ``blocks_sources_before`` (timestamps with a time zone,
 each optional but one per row; a missing one equals the other; the bound may
-not be later than ``forgotten_at``).
+not be later than ``forgotten_at``), and ``user_wide`` (optional bool, null
+false; true only on a ``user`` scope).
 
 Strings may be ``string``, ``large_string``, ``string_view`` or dictionary
 encoded; a column of the Arrow ``null`` type reads as all null; input may be
@@ -198,6 +199,7 @@ def tombstones_to_arrow(tombstones: Iterable[ForgetTombstone]) -> pa.Table:
             "blocks_sources_before": pa.array(
                 [to_micros(t.blocks_sources_before) for t in rows], pa.int64()
             ).cast(timestamp),
+            "user_wide": pa.array([t.user_wide for t in rows], pa.bool_()),
         }
     )
 

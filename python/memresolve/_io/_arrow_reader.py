@@ -175,6 +175,21 @@ class _Reader:
         """An optional timestamp column (all null when absent)."""
         return self.instants(column, required=False) if self.has(column) else [None] * self.rows
 
+    def optional_bools(self, column: str) -> list[bool | None]:
+        """An optional bool column (all null when absent, or of the null type)."""
+        pa = pyarrow_module()
+        if not self.has(column):
+            return [None] * self.rows
+        values = self._column(column)
+        if pa.types.is_null(values.type):
+            return [None] * self.rows
+        if not pa.types.is_boolean(values.type):
+            raise self.fail(
+                column, ErrorKind.WRONG_TYPE, f"must be a bool column, got {values.type}"
+            )
+        bools: list[bool | None] = values.to_pylist()
+        return bools
+
     def integers(self, column: str) -> list[int]:
         pa = pyarrow_module()
         values = self._column(column)
@@ -425,10 +440,11 @@ def read_tombstones_table(data: object) -> list[ForgetTombstone]:
         )
     bounds = reader.optional_instants(_BOUND)
     forgotten = reader.optional_instants(_FORGOTTEN)
+    user_wide = reader.optional_bools(_USER_WIDE)
     scopes = reader.scopes(kinds, scope_ids)
     tombstones = []
-    for row, (key, scope, bound, at) in enumerate(
-        zip(keys, scopes, bounds, forgotten, strict=True)
+    for row, (key, scope, bound, at, wide) in enumerate(
+        zip(keys, scopes, bounds, forgotten, user_wide, strict=True)
     ):
         if bound is not None and at is not None and bound > at:
             raise reader.fail(
@@ -444,12 +460,21 @@ def read_tombstones_table(data: object) -> list[ForgetTombstone]:
                 "is null, and so is forgotten_at; a tombstone needs one of them",
                 row,
             )
+        if wide and scope.kind is not ScopeKind.USER:
+            raise reader.fail(
+                _USER_WIDE,
+                ErrorKind.INCONSISTENT,
+                "is true on a tombstone whose scope is not a user scope; a user-wide "
+                "tombstone is on the user's scope",
+                row,
+            )
         tombstones.append(
             ForgetTombstone(
                 key=key,  # type: ignore[arg-type]
                 scope=scope,
                 forgotten_at=_instant(bound if at is None else at),  # type: ignore[arg-type]
                 blocks_sources_before=_instant(at if bound is None else bound),  # type: ignore[arg-type]
+                user_wide=bool(wide),
             )
         )
     return tombstones
@@ -473,3 +498,4 @@ def read_values_table(data: object) -> tuple[list[str], list[float]]:
 
 _BOUND = "blocks_sources_before"
 _FORGOTTEN = "forgotten_at"
+_USER_WIDE = "user_wide"

@@ -10,8 +10,8 @@ from row to row) become ``dictionary<int32, string>``, other strings ``large_str
 instants ``timestamp[us, UTC]`` floored to the microsecond (``docs/spec.md`` §1.6),
 integers ``int64``, floats ``float64``, and an absent optional column its default
 (``status`` active, ``version`` 1, a missing tombstone bound the other one, anything else
-null). ``confidence`` is kept only with values: resolution never reads it (it is checked
-all the same, by the router).
+null; a null ``user_wide`` means false, as absent). ``confidence`` is kept only with
+values: resolution never reads it (it is checked all the same, by the router).
 
 Names are dictionary-encoded because the job reads Parquet that way (``_sources``: a
 Parquet writer stores them dictionary-encoded, so they are decoded without building a
@@ -33,6 +33,7 @@ _NAME = "name"
 _INSTANT = "instant"
 _INTEGER = "integer"
 _FLOAT = "float"
+_BOOL = "bool"
 
 _RECORDS: dict[str, str] = {
     "id": _TEXT,
@@ -59,6 +60,7 @@ _TOMBSTONES: dict[str, str] = {
     **dict.fromkeys(ID_COLUMNS, _NAME),
     "forgotten_at": _INSTANT,
     "blocks_sources_before": _INSTANT,
+    "user_wide": _BOOL,
 }
 #: The value of an absent optional column that is not null.
 _DEFAULTS: dict[str, object] = {"status": "active", "version": 1}
@@ -96,6 +98,7 @@ def _arrow_type(kind: str) -> Any:
         _INSTANT: pa.timestamp("us", tz="UTC"),
         _INTEGER: pa.int64(),
         _FLOAT: pa.float64(),
+        _BOOL: pa.bool_(),
     }[kind]
 
 

@@ -198,17 +198,23 @@ def context_pair_from_json(obj: object) -> tuple[str | None, RetrievalContext]:
 
 
 def tombstone_to_json(tombstone: ForgetTombstone) -> JsonObject:
-    return {
+    line: JsonObject = {
         "key": tombstone.key,
         "scope": scope_to_json(tombstone.scope),
         "forgotten_at": _instant_to_json(tombstone.forgotten_at),
         "blocks_sources_before": _instant_to_json(tombstone.blocks_sources_before),
     }
+    # Only when true: a line without it reads the same in every version, and a
+    # version that does not know the field refuses a user-wide line (unknown-field)
+    # rather than reading it as a tombstone of the user scope alone.
+    if tombstone.user_wide:
+        line["user_wide"] = True
+    return line
 
 
 def tombstone_from_json(obj: object) -> ForgetTombstone:
     subject = Subject("tombstone")
-    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED, ("blocks_sources_before",))
+    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED, ("blocks_sources_before", "user_wide"))
     return ForgetTombstone(
         key=fields["key"],
         scope=scope_from_json(fields["scope"], subject),
@@ -216,6 +222,8 @@ def tombstone_from_json(obj: object) -> ForgetTombstone:
         blocks_sources_before=_optional_instant_from_json(  # type: ignore[arg-type]
             fields.get("blocks_sources_before"), subject, "blocks_sources_before"
         ),
+        # Absent or null: false, as a null cell of the Arrow column.
+        user_wide=False if fields.get("user_wide") is None else fields["user_wide"],
     )
 
 

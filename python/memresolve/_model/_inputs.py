@@ -152,12 +152,18 @@ class ForgetTombstone:
     is. ``blocks_sources_before`` defaults to ``forgotten_at`` and may not be
     later (it would block a fact the user re-tells after the forget). The
     tombstone never holds the forgotten value.
+
+    ``user_wide=True`` (with a ``UserScope`` only) reaches every scope the user
+    owns besides its user scope: its characters, and its owned conversations
+    and scenes, those created later included; never an unowned one
+    (``docs/spec.md`` §1.5).
     """
 
     key: str
     scope: Scope
     forgotten_at: datetime
     blocks_sources_before: datetime = field(default=None)  # type: ignore[assignment]
+    user_wide: bool = False
 
     def __post_init__(self) -> None:
         key = check.text(_given(self.key, Subject("tombstone"), "key"), Subject("tombstone"), "key")
@@ -181,6 +187,28 @@ class ForgetTombstone:
                 "is later than forgotten_at; it would block a fact re-told after the forget",
             )
         object.__setattr__(self, "blocks_sources_before", bound)
+        if not isinstance(self.user_wide, bool):
+            subject.fail(
+                "user_wide",
+                ErrorKind.WRONG_TYPE,
+                f"must be True or False, got {type(self.user_wide).__name__}",
+            )
+        if self.user_wide and not isinstance(scope, UserScope):
+            subject.fail(
+                "user_wide",
+                ErrorKind.INCONSISTENT,
+                f"is True with a {scope.kind.value} scope; a user-wide tombstone is on the "
+                "user's scope (UserScope)",
+            )
+
+    def __setstate__(self, state: object) -> None:
+        # The state is the fields in order (dataclass slots); pickles of 0.1 hold four:
+        # the fifth, ``user_wide``, then takes its default.
+        names = [each.name for each in dataclasses.fields(self)]
+        if not isinstance(state, list | tuple) or len(state) not in (4, 5):
+            raise TypeError(f"ForgetTombstone: cannot restore from a {type(state).__name__}")
+        for name, value in zip(names, (*state, False)[:5], strict=True):
+            object.__setattr__(self, name, value)
 
 
 def forget_everywhere(

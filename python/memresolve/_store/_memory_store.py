@@ -65,7 +65,7 @@ from memresolve._store import _writes as writes
 from memresolve._store._async import in_thread
 from memresolve._store._core import StoreCore
 from memresolve._store._lifecycle import instant_argument
-from memresolve._store._observe import Observation, ObserveOutcome
+from memresolve._store._observe import Observation
 from memresolve.errors import ErrorKind, StoreClosedError
 
 __all__ = ["ArrowExport", "ErasedUser", "MemoryStore"]
@@ -218,10 +218,8 @@ class MemoryStore:
 
     def _add_checked(self, connection: sqlite3.Connection, checked: Sequence[MemoryRecord]) -> int:
         """``add`` of checked records inside a write transaction."""
-        file = self._core.file
-        return writes.add_checked(
-            connection, self._core.cache, checked, owners=not file.shared_conversations
-        )
+        owners = not self.shared_conversations
+        return writes.add_checked(connection, self._core.cache, checked, owners=owners)
 
     @_guarded
     def observe(
@@ -270,14 +268,9 @@ class MemoryStore:
         if not self.shared_conversations:
             writes.check_owner(observed.scope, Subject("observe"), "scope")
         with self._core.writing() as connection:
-            stored = observation.stored_retry(connection, observed)
-            if stored is not None:
-                return Observation(ObserveOutcome.UNCHANGED, stored)
-            winner = observation.slot_winner(connection, observed.key, observed.scope, at)
-            outcome, record = observation.decide(observed, winner, over_stronger=over_stronger)
-            if outcome is ObserveOutcome.ADDED:
-                self._add_checked(connection, (record,))
-        return Observation(outcome, record)
+            return observation.observe_in(
+                connection, observed, over_stronger=over_stronger, add=self._add_checked
+            )
 
     @_guarded
     def retract(self, key: str, scope: Scope, *, at: datetime) -> tuple[MemoryRecord, ...]:
@@ -301,14 +294,8 @@ class MemoryStore:
             # No record of it can be here: the caller has left its owner out.
             writes.check_owner(wanted_scope, subject, "scope")
         with self._core.writing() as connection:
-            found = sql.slot_rows(connection, scope_id(wanted_scope), wanted_key)
-            slot = [schema.record_from_row(row) for row in found]
-            tombstones = sql.tombstones_of(connection, [scope_id(wanted_scope)])
-            retractions = tuple(
-                target.retracted(at=moment, id=lifecycle.retraction_id(target.id, moment))
-                for target in lifecycle.retraction_targets(slot, tombstones, moment)
-            )
-            self._add_checked(connection, check_records(retractions))
+            retractions = writes.retractions(connection, wanted_key, wanted_scope, moment)
+            self._add_checked(connection, retractions)
         return retractions
 
     @_guarded
@@ -350,6 +337,20 @@ class MemoryStore:
         """``forget`` of ``key`` in every scope ``context`` sees (``memresolve.forget_everywhere``),
         in one transaction. Returns the ids erased, sorted."""
         return self._forget(forget_everywhere(key, context, at=at))
+
+    @_guarded
+    def forget_for_user(
+        self, user_id: str, key: str, *, at: datetime, blocks_sources_before: datetime | None = None
+    ) -> tuple[str, ...]:
+        """ "Forget my address": erases ``key``'s text in every scope ``user_id`` owns (user,
+        characters, owned conversations and scenes) and blocks it there, in scopes created
+        later too: one user-wide tombstone (``docs/spec.md`` §1.5). Unowned (shared)
+        conversations are not the user's, and are not touched. ``blocks_sources_before`` as
+        for ``forget``. Cost: the user's records (through an index), not the store's.
+        Returns the ids erased now, sorted."""
+        tombstone = forgetting.user_wide(user_id, key, at, blocks_sources_before)
+        with self._core.writing(erases=True) as connection:
+            return forgetting.store_user_wide(connection, self._core.cache, tombstone)
 
     def _forget(self, tombstones: Sequence[ForgetTombstone]) -> tuple[str, ...]:
         with self._core.writing(erases=True) as connection:
@@ -571,6 +572,7 @@ class MemoryStore:
     akeys = in_thread(keys)
     aforget = in_thread(forget)
     aforget_everywhere = in_thread(forget_everywhere)
+    aforget_for_user = in_thread(forget_for_user)
     anormalize = in_thread(normalize)
     aerase_user = in_thread(erase_user)
     awipe = in_thread(wipe)

@@ -139,11 +139,29 @@ def _keep_first_public_hashes(connection: sqlite3.Connection) -> bool:
 
 
 def _keep_sharing_conversations(connection: sqlite3.Connection) -> bool:
-    """Version 5: the owners' policy, stored in the file. A store created before it
-    accepted unowned conversation and scene scopes, and keeps accepting them: its
-    records may hold them, and its users' code may write them."""
+    """Version 5: the owners' policy, stored in the file, and user-wide tombstones.
+
+    A store created before it accepted unowned conversation and scene scopes, and keeps
+    accepting them: its records may hold them, and its users' code may write them.
+    ``tombstones`` gains ``user_wide`` (0 in every row), part of its primary key (a
+    user-wide tombstone and the plain one of the same user scope, key and instants are
+    two): SQLite cannot change a primary key, so the table is rebuilt, and the file
+    needs compacting when it held rows (the old table's pages held them)."""
     _create_policy(connection, shared_conversations=True)
-    return False
+    connection.execute("ALTER TABLE tombstones RENAME TO tombstones_version_4")
+    connection.execute("DROP INDEX tombstones_by_user")
+    _run(
+        connection,
+        "CREATE TABLE tombstones"
+        + schema.TABLES.split("CREATE TABLE tombstones")[1].split("CREATE TABLE erasures")[0],
+    )
+    kept = ",".join(name for name in schema.TOMBSTONE_COLUMNS if name != "user_wide")
+    connection.execute(
+        f"INSERT INTO tombstones ({kept}, user_wide) SELECT {kept}, 0 FROM tombstones_version_4"
+    )
+    moved = connection.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
+    connection.execute("DROP TABLE tombstones_version_4")
+    return bool(moved)
 
 
 #: ``STEPS[n]`` takes a file from schema version ``n`` to ``n + 1``; each returns whether

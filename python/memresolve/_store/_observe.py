@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -43,6 +43,7 @@ __all__ = [
     "build",
     "decide",
     "observation_id",
+    "observe_in",
     "slot_winner",
     "stored_retry",
 ]
@@ -273,3 +274,24 @@ def build(
         observed_at=seen,
         source_message_ids=source_message_ids,
     )
+
+
+def observe_in(
+    connection: sqlite3.Connection,
+    observed: MemoryRecord,
+    *,
+    over_stronger: bool,
+    add: Callable[[sqlite3.Connection, Sequence[MemoryRecord]], int],
+) -> Observation:
+    """``MemoryStore.observe`` inside its write transaction: a stored retry is
+    ``unchanged`` (looked up before the winner: a stale retry changes nothing); else the
+    observation is decided against the slot's winner at its ``valid_from`` and, when
+    ``added``, written by ``add``."""
+    stored = stored_retry(connection, observed)
+    if stored is not None:
+        return Observation(ObserveOutcome.UNCHANGED, stored)
+    winner = slot_winner(connection, observed.key, observed.scope, observed.valid_from)
+    outcome, record = decide(observed, winner, over_stronger=over_stronger)
+    if outcome is ObserveOutcome.ADDED:
+        add(connection, (record,))
+    return Observation(outcome, record)

@@ -94,6 +94,7 @@ TOMBSTONE_COLUMNS: Final = (
     "scope_id",
     "forgotten_at",
     "blocks_sources_before",
+    "user_wide",
 )
 
 #: The tables of the current schema, as created. ``records.row`` is an explicit
@@ -143,7 +144,8 @@ CREATE TABLE tombstones (
     scope_id TEXT NOT NULL,
     forgotten_at INTEGER NOT NULL,
     blocks_sources_before INTEGER NOT NULL,
-    PRIMARY KEY (scope_id, key, forgotten_at, blocks_sources_before)
+    user_wide INTEGER NOT NULL,
+    PRIMARY KEY (scope_id, key, user_wide, forgotten_at, blocks_sources_before)
 ) STRICT;
 CREATE INDEX tombstones_by_user ON tombstones (user_id);
 CREATE TABLE erasures (
@@ -235,7 +237,14 @@ PUBLIC_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
         }
     ),
     "tombstones": frozenset(
-        {"key", "scope_kind", "character_id", "forgotten_at", "blocks_sources_before"}
+        {
+            "key",
+            "scope_kind",
+            "character_id",
+            "forgotten_at",
+            "blocks_sources_before",
+            "user_wide",
+        }
     ),
     "erasures": frozenset({"one", "committed", "wiped", "deleting", "compacted"}),
     "store_policy": frozenset({"one", "shared_conversations"}),
@@ -345,6 +354,7 @@ def tombstone_row(tombstone: ForgetTombstone) -> dict[str, Any]:
         "scope_id": scope_id(tombstone.scope),
         "forgotten_at": to_micros(tombstone.forgotten_at),
         "blocks_sources_before": to_micros(tombstone.blocks_sources_before),
+        "user_wide": int(tombstone.user_wide),
     }
 
 
@@ -356,4 +366,5 @@ def tombstone_from_row(row: sqlite3.Row) -> ForgetTombstone:
         scope=scope,
         forgotten_at=from_micros(row["forgotten_at"]),
         blocks_sources_before=from_micros(row["blocks_sources_before"]),
+        user_wide=bool(row["user_wide"]),
     )

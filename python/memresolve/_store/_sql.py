@@ -81,18 +81,22 @@ def known_hashes(connection: sqlite3.Connection, ids: Sequence[str]) -> dict[str
 
 
 def tombstones_of(
-    connection: sqlite3.Connection, scope_ids: Sequence[str]
+    connection: sqlite3.Connection, scope_ids: Sequence[str], owners: Iterable[str | None] = ()
 ) -> list[ForgetTombstone]:
-    """The tombstones of the scopes ``scope_ids``."""
-    found: list[ForgetTombstone] = []
-    for chunk in chunks(list(dict.fromkeys(scope_ids))):
-        found.extend(
-            schema.tombstone_from_row(row)
+    """The tombstones of the scopes ``scope_ids``, and the user-wide tombstones of the
+    users ``owners`` (those that can reach a record of a scope they own); each once."""
+    found: dict[tuple[Any, ...], ForgetTombstone] = {}
+    queries = (
+        ("scope_id", list(dict.fromkeys(scope_ids)), ""),
+        ("user_id", list(dict.fromkeys(o for o in owners if o is not None)), " AND user_wide = 1"),
+    )
+    for column, values, only in queries:
+        for chunk in chunks(values):
             for row in connection.execute(
-                f"SELECT * FROM tombstones WHERE scope_id IN ({marks(len(chunk))})", chunk
-            )
-        )
-    return found
+                f"SELECT * FROM tombstones WHERE {column} IN ({marks(len(chunk))}){only}", chunk
+            ):
+                found[tuple(row)] = schema.tombstone_from_row(row)
+    return list(found.values())
 
 
 def rows_of_scopes(

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from memresolve._engine import purged_records
-from memresolve._model import MemoryRecord, Scope, ScopeKind, Subject
+from memresolve._model import MemoryRecord, Scope, ScopeKind, Subject, check_records, scope_id
+from memresolve._store import _lifecycle as lifecycle
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql
 from memresolve._store._cache import StoreCache
 from memresolve.errors import ErrorKind, InvalidInputError
 
-__all__ = ["ERASED_TEXT", "add_checked", "check_owner", "erased"]
+__all__ = ["ERASED_TEXT", "add_checked", "check_owner", "erased", "retractions"]
 
 #: What an erased record's ``value`` holds.
 ERASED_TEXT: Final = ""
@@ -87,7 +89,13 @@ def add_checked(
         record.id
         for record, _ in purged_records(
             tuple(checked[index] for index, _ in new),
-            tuple(sql.tombstones_of(connection, [row["scope_id"] for _, row in new])),
+            tuple(
+                sql.tombstones_of(
+                    connection,
+                    [row["scope_id"] for _, row in new],
+                    [checked[index].scope.user_id for index, _ in new],
+                )
+            ),
         )
     }
     stored_records: list[tuple[str, MemoryRecord]] = []
@@ -109,3 +117,22 @@ def erased(record: MemoryRecord) -> MemoryRecord:
     fields = record.to_dict()
     fields.update(value=ERASED_TEXT, source_message_ids=[])
     return type(record).from_dict(fields)
+
+
+def retractions(
+    connection: sqlite3.Connection, key: str, scope: Scope, at: datetime
+) -> tuple[MemoryRecord, ...]:
+    """``MemoryStore.retract``'s records, read in its write transaction: a retraction at
+    ``at`` of each record of the slot that could still be active then or later, each under
+    an id derived from the record's id and ``at`` (checked, ready to add)."""
+    where = scope_id(scope)
+    slot = [schema.record_from_row(row) for row in sql.slot_rows(connection, where, key)]
+    tombstones = sql.tombstones_of(connection, [where], [scope.user_id])
+    return tuple(
+        check_records(
+            tuple(
+                target.retracted(at=at, id=lifecycle.retraction_id(target.id, at))
+                for target in lifecycle.retraction_targets(slot, tombstones, at)
+            )
+        )
+    )

@@ -76,13 +76,26 @@ def polars_normalize(records: pa.Table, tombstones: pa.Table, now: datetime) -> 
         pl.coalesce(observed.cast(pl.Datetime("us", "UTC")), "valid_from").alias("evidence"),
     )
     moment = pl.lit(now).cast(pl.Datetime("us", "UTC"))
+    wide = pl.col("user_wide").fill_null(False) if "user_wide" in forgets.columns else pl.lit(False)
     bounds = (
         forgets.lazy()
+        .filter(~wide)
         .group_by(["key", *_SCOPE])
         .agg(pl.col("blocks_sources_before").max().alias("bound"))
     )
-    active = recs.filter(pl.col("status") == "active").join(
-        bounds, on=["key", *_SCOPE], how="left", nulls_equal=True
+    # A user-wide tombstone reaches every record whose user_id (user, or owner) is its.
+    user_bounds = (
+        forgets.lazy()
+        .filter(wide)
+        .group_by("key", "user_id")
+        .agg(pl.col("blocks_sources_before").max().alias("user_bound"))
+    )
+    active = (
+        recs.filter(pl.col("status") == "active")
+        .join(bounds, on=["key", *_SCOPE], how="left", nulls_equal=True)
+        .join(user_bounds, on=["key", "user_id"], how="left")
+        .with_columns(pl.max_horizontal("bound", "user_bound").alias("bound"))
+        .drop("user_bound")
     )
     bearers = recs.filter(
         pl.col("supersedes").is_not_null()
@@ -115,7 +128,7 @@ def polars_normalize(records: pa.Table, tombstones: pa.Table, now: datetime) -> 
 
 
 #: The same rules in DuckDB SQL; ``{observed}`` is the evidence column or a null,
-#: ``{now}`` a ``TIMESTAMPTZ`` literal.
+#: ``{now}`` a ``TIMESTAMPTZ`` literal, ``{user_wide}`` whether a tombstone is user-wide.
 NORMALIZE_SQL = """
 WITH recs AS (
     SELECT id, key, scope_kind, user_id, character_id, conversation_id, scene_id, status,
@@ -125,17 +138,23 @@ WITH recs AS (
 bounds AS (
     SELECT key, scope_kind, user_id, character_id, conversation_id, scene_id,
            max(blocks_sources_before) AS bound
-    FROM tombstones_in
+    FROM tombstones_in WHERE NOT {user_wide}
+    GROUP BY ALL
+),
+user_bounds AS (
+    SELECT key, user_id, max(blocks_sources_before) AS user_bound
+    FROM tombstones_in WHERE {user_wide}
     GROUP BY ALL
 ),
 active AS (
-    SELECT r.*, b.bound
+    SELECT r.*, greatest(b.bound, u.user_bound) AS bound
     FROM recs r LEFT JOIN bounds b
       ON r.key = b.key AND r.scope_kind = b.scope_kind
      AND r.user_id IS NOT DISTINCT FROM b.user_id
      AND r.character_id IS NOT DISTINCT FROM b.character_id
      AND r.conversation_id IS NOT DISTINCT FROM b.conversation_id
      AND r.scene_id IS NOT DISTINCT FROM b.scene_id
+    LEFT JOIN user_bounds u ON r.key = u.key AND r.user_id = u.user_id
     WHERE r.status = 'active'
 ),
 bearers AS (
@@ -183,6 +202,8 @@ def duckdb_normalize(
     connection.register("tombstones_in", tombstones)
     observed = "observed_at" if "observed_at" in records.column_names else "NULL::TIMESTAMPTZ"
     moment = f"'{now.isoformat()}'::TIMESTAMPTZ"
-    table = connection.sql(NORMALIZE_SQL.format(observed=observed, now=moment)).to_arrow_table()
+    user_wide = "coalesce(user_wide, false)" if "user_wide" in tombstones.column_names else "false"
+    query = NORMALIZE_SQL.format(observed=observed, now=moment, user_wide=user_wide)
+    table = connection.sql(query).to_arrow_table()
     connection.close()
     return table

@@ -146,21 +146,38 @@ def polars_plan(
         .with_columns(pl.lit(True).alias("hidden"))
     )
     scope = ["scope_kind", "scope_first", "scope_second", "scope_owner", "key"]
+    wide = (
+        pl.col("user_wide").fill_null(False)
+        if "user_wide" in tombstones.collect_schema().names()
+        else pl.lit(False)
+    )
     bounds = (
-        _scope_fields(tombstones)
+        _scope_fields(tombstones.filter(~wide))
         .group_by(scope)
         .agg(pl.col("blocks_sources_before").max().alias("bound"))
+    )
+    # A user-wide tombstone reaches every scope its user owns: the records whose user_id
+    # (the user of a user or character scope, the owner of a conversation or scene) is its.
+    user_bounds = (
+        tombstones.filter(wide)
+        .group_by("user_id", "key")
+        .agg(pl.col("blocks_sources_before").max().alias("user_bound"))
     )
     survivors = (
         cand.filter(
             pl.col("in_interval") & ~pl.col("status").is_in(["superseded", "expired", "retracted"])
         )
         .join(bounds, on=scope, how="left")
+        .join(user_bounds, on=["user_id", "key"], how="left")
         .filter(
             (pl.col("status") != "forgotten")
             & (
                 pl.col("bound").is_null()
                 | (pl.coalesce("observed_at", "valid_from") > pl.col("bound"))
+            )
+            & (
+                pl.col("user_bound").is_null()
+                | (pl.coalesce("observed_at", "valid_from") > pl.col("user_bound"))
             )
         )
         .join(edges, on=["context_id", "id"], how="left")
@@ -188,7 +205,8 @@ def polars_file_to_file(records: Path, contexts: Path, tombstones: Path, output:
 # DuckDB -------------------------------------------------------------------------------------
 
 #: The job in SQL over the views ``records_in``, ``contexts_in``, ``tombstones_in``
-#: (``{observed}``: the evidence-time column, or a typed null without one).
+#: (``{observed}``: the evidence-time column, or a typed null without one; ``{user_wide}``:
+#: whether a tombstone is user-wide, false without the column).
 RESOLVE_SQL = """
 WITH ctx AS (SELECT * FROM contexts_in),
 recs AS (
@@ -234,14 +252,20 @@ bounds AS (
          CASE WHEN scope_kind IN ('conversation', 'scene') THEN coalesce(user_id, '') ELSE '' END
            AS scope_owner,
          key, max(blocks_sources_before) AS bound
-  FROM tombstones_in GROUP BY ALL
+  FROM tombstones_in WHERE NOT {user_wide} GROUP BY ALL
+),
+user_bounds AS (
+  SELECT user_id AS owning_user, key, max(blocks_sources_before) AS user_bound
+  FROM tombstones_in WHERE {user_wide} GROUP BY user_id, key
 ),
 survivors AS (
   SELECT f.* FROM flagged f
   LEFT JOIN bounds b USING (scope_kind, scope_first, scope_second, scope_owner, key)
+  LEFT JOIN user_bounds u ON u.owning_user = f.user_id AND u.key = f.key
   LEFT JOIN edges e ON e.context_id = f.context_id AND e.target = f.id
   WHERE f.in_interval AND f.status NOT IN ('superseded', 'expired', 'retracted', 'forgotten')
     AND (b.bound IS NULL OR coalesce(f.observed_at, f.valid_from) > b.bound)
+    AND (u.user_bound IS NULL OR coalesce(f.observed_at, f.valid_from) > u.user_bound)
     AND e.target IS NULL
 )
 SELECT context_id, id AS record_id FROM (
@@ -255,6 +279,11 @@ SELECT context_id, id AS record_id FROM (
 """
 
 
+def _user_wide(columns: list[str]) -> str:
+    """The SQL of whether a tombstone is user-wide (a null cell, or no column: not)."""
+    return "coalesce(user_wide, false)" if "user_wide" in columns else "false"
+
+
 def duckdb_resolve(
     records: pa.Table, contexts: pa.Table, tombstones: pa.Table, *, threads: int | None = None
 ) -> pa.Table:
@@ -266,7 +295,10 @@ def duckdb_resolve(
     connection.register("contexts_in", contexts)
     connection.register("tombstones_in", tombstones)
     observed = "observed_at" if "observed_at" in records.column_names else "NULL::TIMESTAMPTZ"
-    table: pa.Table = connection.sql(RESOLVE_SQL.format(observed=observed)).to_arrow_table()
+    user_wide = _user_wide(tombstones.column_names)
+    table: pa.Table = connection.sql(
+        RESOLVE_SQL.format(observed=observed, user_wide=user_wide)
+    ).to_arrow_table()
     connection.close()
     return table
 
@@ -297,9 +329,9 @@ def duckdb_file_to_file(
         connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{source}')")
     columns = [row[0] for row in connection.execute("DESCRIBE records_in").fetchall()]
     observed = "observed_at" if "observed_at" in columns else "NULL::TIMESTAMPTZ"
-    connection.execute(
-        f"COPY ({RESOLVE_SQL.format(observed=observed)}) TO '{output}' (FORMAT parquet)"
-    )
+    forgets = [row[0] for row in connection.execute("DESCRIBE tombstones_in").fetchall()]
+    query = RESOLVE_SQL.format(observed=observed, user_wide=_user_wide(forgets))
+    connection.execute(f"COPY ({query}) TO '{output}' (FORMAT parquet)")
     connection.close()
 
 

@@ -258,15 +258,18 @@ def tombstones(draw: st.DrawFn, universe: Universe, now: datetime = BASE_NOW) ->
     """A tombstone on a key and scope of ``universe``, near ``now``.
 
     Its bound is left to default to ``forgotten_at``, or drawn at or before it
-    (a later bound is an input error, ``docs/spec.md`` §1.5).
+    (a later bound is an input error, ``docs/spec.md`` §1.5). A tombstone on a user
+    scope is user-wide half the time (it then reaches every scope its user owns).
     """
     forgotten_at = draw(instants(now))
     bound = draw(st.one_of(st.none(), instants(now).filter(lambda b: b <= forgotten_at)))
+    scope = draw(scopes(universe))
     return ForgetTombstone(
         key=draw(st.sampled_from(universe.keys)),
-        scope=draw(scopes(universe)),
+        scope=scope,
         forgotten_at=forgotten_at,
         blocks_sources_before=bound,  # type: ignore[arg-type]  # None: the default
+        user_wide=isinstance(scope, UserScope) and draw(st.booleans()),
     )
 
 

@@ -199,6 +199,7 @@ fn the_latest_of_several_tombstones_on_a_group_blocks() {
         key: "name",
         scope: blocked.scope,
         blocks_sources_before: bound,
+        user_wide: false,
     };
     // The later bound (NOW - 10) is at or after the evidence (NOW - 20), given
     // before or after the earlier one; the unowned scope's tombstone is another scope's.

@@ -2,7 +2,7 @@
 //! ([`PreparedSet::push`]), a tombstone told ([`PreparedSet::forget`]), and
 //! the checks a caller needs to put an erased record in its candidate's place.
 
-use super::{number, OwnedScope, PreparedSet, Refused, NO_ROW};
+use super::{group_bound, number, KeptTombstone, OwnedScope, PreparedSet, Refused, NO_ROW};
 use crate::error::Broken;
 use crate::resolve::candidates::{Record, ScopeRef, Tombstone};
 
@@ -56,11 +56,7 @@ impl PreparedSet {
             }
             Err(place) => {
                 let group = number(self.group_bounds.len())?;
-                let bound = self
-                    .tombstones
-                    .iter()
-                    .find(|(scope, key, _)| scope.borrow() == record.scope && key == record.key)
-                    .map(|(_, _, bound)| *bound);
+                let bound = group_bound(&self.tombstones, &record.scope, record.key);
                 self.group_bounds.push(bound);
                 (group, place)
             }
@@ -96,7 +92,8 @@ impl PreparedSet {
 
     /// Adds a tombstone, as if the set had been prepared with it: the bound
     /// of its (scope, key) group rises to it, and a group formed later takes
-    /// it too. Logarithmic in the set's size, plus the set's distinct scopes.
+    /// it too. Logarithmic in the set's size, plus the set's distinct scopes;
+    /// a user-wide one is linear (every group its user owns rises).
     ///
     /// # Errors
     /// [`Broken`] when an invariant of the set is broken (a bug); the set is unchanged.
@@ -104,32 +101,69 @@ impl PreparedSet {
         const NO_GROUP: Broken = Broken("an ordered row has no group");
         let bound = tombstone.blocks_sources_before;
         // Everything that can fail is looked up before anything changes.
-        let group = match self.group_of(&tombstone.scope, tombstone.key) {
-            Some(row) => {
-                let group = *self.group_of_row.get(row as usize).ok_or(NO_GROUP)?;
+        let groups: Vec<usize> = if tombstone.user_wide {
+            self.groups_reached(tombstone)?
+        } else {
+            match self.group_of(&tombstone.scope, tombstone.key) {
+                Some(row) => {
+                    let group = *self.group_of_row.get(row as usize).ok_or(NO_GROUP)?;
+                    if self.group_bounds.get(group as usize).is_none() {
+                        return Err(NO_GROUP);
+                    }
+                    vec![group as usize]
+                }
+                None => Vec::new(),
+            }
+        };
+        let kept = self.tombstones.iter_mut().find(|kept| {
+            kept.user_wide == tombstone.user_wide
+                && kept.scope.borrow() == tombstone.scope
+                && kept.key == tombstone.key
+        });
+        match kept {
+            Some(kept) => kept.bound = kept.bound.max(bound),
+            None => self.tombstones.push(KeptTombstone {
+                scope: OwnedScope::new(&tombstone.scope),
+                key: tombstone.key.to_owned(),
+                bound,
+                user_wide: tombstone.user_wide,
+            }),
+        }
+        for group in groups {
+            if let Some(slot) = self.group_bounds.get_mut(group) {
+                *slot = Some(slot.map_or(bound, |kept| kept.max(bound)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The groups a user-wide `tombstone` reaches: its key, in a scope its
+    /// user owns.
+    fn groups_reached(&self, tombstone: &Tombstone<'_>) -> Result<Vec<usize>, Broken> {
+        const NO_GROUP: Broken = Broken("a row has no group or scope");
+        let user = tombstone.scope.owning_user();
+        let mut groups = Vec::new();
+        for (row, &group) in self.group_of_row.iter().enumerate() {
+            let scope = self
+                .scope_of_row
+                .get(row)
+                .and_then(|&scope| self.scopes.get(scope as usize))
+                .ok_or(NO_GROUP)?;
+            let key = self
+                .keys
+                .get(row)
+                .map(|range| self.text(range))
+                .ok_or(NO_GROUP)?;
+            if key == tombstone.key && scope.borrow().owning_user() == user {
                 if self.group_bounds.get(group as usize).is_none() {
                     return Err(NO_GROUP);
                 }
-                Some(group as usize)
+                groups.push(group as usize);
             }
-            None => None,
-        };
-        let kept = self
-            .tombstones
-            .iter_mut()
-            .find(|(scope, key, _)| scope.borrow() == tombstone.scope && key == tombstone.key);
-        match kept {
-            Some((_, _, kept)) => *kept = (*kept).max(bound),
-            None => self.tombstones.push((
-                OwnedScope::new(&tombstone.scope),
-                tombstone.key.to_owned(),
-                bound,
-            )),
         }
-        if let Some(slot) = group.and_then(|group| self.group_bounds.get_mut(group)) {
-            *slot = Some(slot.map_or(bound, |kept| kept.max(bound)));
-        }
-        Ok(())
+        groups.sort_unstable();
+        groups.dedup();
+        Ok(groups)
     }
 
     /// A row of the (`scope`, `key`) group, if the set has one.
