@@ -68,6 +68,20 @@ def test_it_erases_the_key_in_every_scope_the_user_owns_and_nowhere_else() -> No
     assert len(store.tombstones()) == 1
 
 
+def test_regression_a_warm_turn_sees_the_forget_of_a_user_whose_user_scope_is_empty() -> None:
+    """The cache held the user's user scope empty (the user's records were all in a
+    conversation); the new tombstone is stored on that scope, which must be read again."""
+    store = mr.MemoryStore()
+    store.add([_home("r1", mr.ConversationScope("conv-1", user_id="u"))])
+    turn = mr.RetrievalContext(now=t(30), user_id="u", character_id="c", conversation_id="conv-1")
+    assert [r.id for r in store.resolve(turn).active] == ["r1"]  # warms the cache
+    assert store.forget_for_user("u", "home", at=t(5)) == ("r1",)
+    assert store.resolve(turn).active == ()
+    assert store.explain("r1", turn).outcome is mr.Reason.FORGOTTEN
+    store.add([_home("r2", mr.CharacterScope("u", "c"))])
+    assert store.resolve(turn).active == ()
+
+
 def test_a_scope_created_after_the_forget_is_reached() -> None:
     store = mr.MemoryStore()
     store.forget_for_user("u-ada", "home", at=t(5))

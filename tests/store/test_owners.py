@@ -131,7 +131,7 @@ def test_the_policy_is_stored_at_creation_and_fixed(tmp_path: Path) -> None:
             "shared_conversations",
             str(path),
         )
-        assert f"created with shared_conversations={not other}" in str(error)
+        assert f"has shared_conversations={not other}" in str(error)
         assert path.read_bytes() == before
     with mr.MemoryStore(shared) as store:
         assert len(store) == 2

@@ -162,22 +162,25 @@ class StoreFile:
         """Checks the file holds a store of this schema, migrating it (under the write
         lock) only when it must: a healthy store opens while another connection writes."""
         version = self._version(connection)
-        # Whose file it is, before anything changes it (write-ahead log mode included).
+        if version == 0 and self._table_names(connection):
+            # Another connection may have created the store between the two reads.
+            version = self._version(connection)
+            if version == 0:
+                raise self._not_a_store("it holds tables of its own")
+        # Whose file it is, and its policy, before anything changes it (write-ahead log
+        # mode included).
         if version == schema.SCHEMA_VERSION:
             self._check_tables(connection, _TABLES)
+            self._check_policy(connection)
         elif version > 0:
             self._check_tables(connection, _VERSION_1_TABLES)
-        elif self._table_names(connection):
-            raise self._not_a_store("it holds tables of its own")
-        if self.path is not None:
-            connection.execute("PRAGMA journal_mode = WAL")
-        if version == schema.SCHEMA_VERSION:
-            self._check_policy(connection)
-            return
-        if version > 0:
             # A store of an older version keeps sharing conversations (the migration
             # says so): refused before the migration changes the file.
             self._check_policy(connection, stored=True)
+        if self.path is not None:
+            connection.execute("PRAGMA journal_mode = WAL")
+        if version == schema.SCHEMA_VERSION:
+            return
         connection.execute("BEGIN IMMEDIATE")
         try:
             version = self._version(connection)
@@ -209,9 +212,9 @@ class StoreFile:
             where = "in memory" if self.path is None else str(self.path)
             raise InvalidInputError(
                 f"store: field 'shared_conversations' is {asked}, but the store {where} "
-                f"was created with shared_conversations={stored}: a store's owners' policy "
-                'is fixed when it is created (docs/store.md, "Owners"); leave the '
-                "argument out to open it as it is",
+                f"has shared_conversations={stored}: a store's owners' policy is fixed "
+                "when it is created, and a store older than the policy shares "
+                '(docs/store.md, "Owners"); leave the argument out to open it as it is',
                 kind=ErrorKind.INCONSISTENT,
                 field="shared_conversations",
                 file=None if self.path is None else str(self.path),

@@ -83,5 +83,8 @@ def store_user_wide(
     blocked = {record.id for record, _ in purged_records(candidates, (tombstone,))}
     sql.erase_text(connection, [stored for stored in found if stored["id"] in blocked])
     if user is not None:
+        # The user's scopes that hold its rows, and its user scope, which holds the new
+        # tombstone even when the cache holds it empty: every turn of the user sees it.
         cache.drop_user(user)
+        cache.drop_scopes({scope_id(tombstone.scope)})
     return tuple(sorted(blocked))
