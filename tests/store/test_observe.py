@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import memresolve as mr
+from memresolve import reference
 from memresolve.testing.strategies import Scenario, instants, scenarios
 from profiles import PARITY_EXAMPLES
 from store_cases import narrowest_context, store_of
@@ -200,11 +201,8 @@ def test_an_added_observation_wins_its_slot_at_its_instant(
         # over_stronger: it hides the winner, but a weaker record may lose to another one.
         return
     context = narrowest_context(slot.scope, at)
-    tombstones = [t for t in store.tombstones() if t.key == slot.key and t.scope == slot.scope]
-    blocked = any(
-        (result.record.observed_at or result.record.valid_from) <= t.blocks_sources_before
-        for t in tombstones
-    )
+    # Any tombstone that reaches the slot: of its scope, or user-wide of its owner.
+    blocked = reference.blocked_by_tombstone(result.record, store.tombstones())
     winners = [
         r for r in store.resolve(context).active if (r.key, r.scope) == (slot.key, slot.scope)
     ]

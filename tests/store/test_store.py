@@ -261,7 +261,7 @@ def _public(record: mr.MemoryRecord) -> dict[str, object]:
 
 
 def _tombstone_key(t: mr.ForgetTombstone) -> tuple[object, ...]:
-    return (scope_id(t.scope), t.key, t.forgotten_at, t.blocks_sources_before)
+    return (scope_id(t.scope), t.key, t.forgotten_at, t.blocks_sources_before, t.user_wide)
 
 
 StoreAgainstReference.TestCase.settings = settings(
