@@ -164,6 +164,7 @@ fn tombstones(work: &Workload, count: usize) -> Vec<Tombstone<'_>> {
             scope: SCOPES[n % SCOPES.len()],
             blocks_sources_before: NOW - 40 * DAY,
             user_wide: false,
+            sources: None,
         })
         .collect()
 }
@@ -212,7 +213,7 @@ fn bench_resolve(c: &mut Criterion) {
                 let by_id = rows_by_id(black_box(packed).iter().map(|record| record.id()))
                     .unwrap_or_default();
                 let index = TombstoneIndex::new(black_box(&tombstones));
-                resolve_packed_in_id_order(packed, black_box(&context), &index, &by_id)
+                resolve_packed_in_id_order(packed, black_box(&context), &index, &[], &by_id)
             });
         });
     }

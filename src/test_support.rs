@@ -178,6 +178,7 @@ pub(crate) mod generated {
                     blocks_sources_before: rng.pick(&[NOW - 30, NOW - 5, NOW, NOW + 10]),
                     // Half the user scopes' tombstones reach all their user owns.
                     user_wide: scope.kind == ScopeKind::User && rng.below(2) == 0,
+                    sources: None,
                 }
             })
             .collect()

@@ -74,8 +74,10 @@ from memresolve._model import (
     Trace,
     UserScope,
     forget_everywhere,
+    new_source_salt,
     scope_from_id,
     scope_id,
+    source_hash,
     to_prompt_memory,
 )
 from memresolve._store import ArrowExport, ErasedUser, MemoryStore, Observation, ObserveOutcome
@@ -107,6 +109,8 @@ __all__ = [  # noqa: RUF022 - grouped by concern, not sorted
     "RetrievalContext",
     "ForgetTombstone",
     "forget_everywhere",
+    "source_hash",
+    "new_source_salt",
     # The vocabularies
     "Status",
     "Authority",

@@ -64,6 +64,7 @@ from memresolve._model import (
     record_rows,
     resolve_with,
     scope_id,
+    source_hash,
     to_micros,
 )
 from memresolve.errors import ErrorKind
@@ -78,6 +79,7 @@ __all__ = [
     "bears_edge_from",
     "bears_supersession_edge",
     "blocked_by_tombstone",
+    "cites_blocked_source",
     "covers",
     "decide",
     "evidence_time",
@@ -173,17 +175,32 @@ def reaches(tombstone: ForgetTombstone, scope: Scope) -> bool:
     return tombstone.user_wide and scope.user_id == tombstone.scope.user_id
 
 
+def cites_blocked_source(record: MemoryRecord, tombstone: ForgetTombstone) -> bool:
+    """The record cites a message whose salted hash the tombstone holds."""
+    if not tombstone.blocked_sources or tombstone.source_salt is None:
+        return False
+    return any(
+        source_hash(tombstone.source_salt, message_id) in tombstone.blocked_sources
+        for message_id in record.source_message_ids
+    )
+
+
 def blocked_by_tombstone(record: MemoryRecord, tombstones: Iterable[ForgetTombstone]) -> bool:
-    """Some tombstone has the record's key, reaches its scope, and evidence up to its bound.
+    """Some tombstone has the record's key, reaches its scope, and either evidence up to
+    its bound or a message it blocks among the record's sources.
 
     The evidence time, not ``valid_from``, decides: a summary generated after
     the forget from old messages stays forgotten, and a fact re-told after the
-    forget is not blocked forever.
+    forget is not blocked forever. A record citing a message the forgotten value
+    came from is blocked whatever its times: re-stating is not re-telling.
     """
     return any(
         tombstone.key == record.key
         and reaches(tombstone, record.scope)
-        and evidence_time(record) <= tombstone.blocks_sources_before
+        and (
+            evidence_time(record) <= tombstone.blocks_sources_before
+            or cites_blocked_source(record, tombstone)
+        )
         for tombstone in tombstones
     )
 
@@ -343,6 +360,18 @@ def resolve(
     return resolve_with(resolve_rows, records, context, tombstones)
 
 
+def _with_cited_messages(
+    candidates: list[MemoryRecord], records: object, forgets: list[ForgetTombstone]
+) -> list[MemoryRecord]:
+    """The candidates with the messages they cite, read from the records table only when
+    a tombstone carries hashes (``docs/spec.md`` §4.1)."""
+    if not any(tombstone.blocked_sources for tombstone in forgets):
+        return candidates
+    from memresolve._io import arrow  # noqa: PLC0415 - needs pyarrow, an optional extra
+
+    return arrow.with_cited_messages(candidates, records)
+
+
 def resolve_batch(
     records: object,
     contexts: object,
@@ -370,6 +399,7 @@ def resolve_batch(
     candidates = arrow.read_records_table(records, with_values=False)
     targets = arrow.read_contexts_table(contexts)
     forgets = [] if tombstones is None else arrow.read_tombstones_table(tombstones)
+    candidates = _with_cited_messages(candidates, records, forgets)
     values = arrow.read_values_table(records) if with_values else None
     row_of = {record.id: row for row, record in enumerate(candidates)}
     context_ids: list[str] = []
@@ -522,6 +552,7 @@ def normalize_batch(
     tombstones = None if tombstones is None else arrow.as_table(tombstones, "tombstones")
     candidates = arrow.read_records_table(records, with_values=False)
     forgets = [] if tombstones is None else arrow.read_tombstones_table(tombstones)
+    candidates = _with_cited_messages(candidates, records, forgets)
     changes = normalize_rows(candidates, forgets, now)
     return arrow.status_change_table(
         [candidates[row].id for row, _ in changes], [status for _, status in changes]
@@ -536,6 +567,7 @@ def forget_sweep_batch(records: object, tombstones: object | None = None) -> pa.
     tombstones = None if tombstones is None else arrow.as_table(tombstones, "tombstones")
     candidates = arrow.read_records_table(records, with_values=False)
     forgets = [] if tombstones is None else arrow.read_tombstones_table(tombstones)
+    candidates = _with_cited_messages(candidates, records, forgets)
     purged = [(candidates[row], cause) for row, cause in purge_rows(candidates, forgets)]
     return arrow.purge_table(
         [record.id for record, _ in purged],

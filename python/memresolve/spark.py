@@ -125,9 +125,12 @@ def resolve(
         "with_values": check.flag(with_values, "with_values"),
     }
     checked_partitions(partitions)
+    # A record's messages are read when a tombstone may carry hashes: known from the
+    # schema alone (finding a hash would run a job).
+    cited = tombstones is not None and "blocked_sources" in tombstones.columns
     columns = {
         "contexts": present(contexts, read_columns("contexts", options["with_values"])),
-        "records": present(records, read_columns("records", options["with_values"])),
+        "records": present(records, read_columns("records", options["with_values"], cited=cited)),
         "tombstones": ()
         if tombstones is None
         else present(tombstones, read_columns("tombstones", options["with_values"])),

@@ -5,6 +5,7 @@
 //! aside (the job checks those across all batches, by [`id_hashes`]).
 
 use super::scopes::{id_columns, scopes};
+use super::tombstones::read_cited;
 use super::{Checked, Table};
 use crate::model::{Authority, ScopeKind, Status};
 use crate::partition::id_hash;
@@ -31,7 +32,13 @@ pub fn check_records<'t>(table: &Table<'t>) -> Checked<Vec<ScopeRef<'t>>> {
     }
     table.optional_instants("observed_at")?;
     table.check_confidences("confidence")?;
-    scopes(table, &kinds, &ids)
+    let scopes = scopes(table, &kinds, &ids)?;
+    // A job selects it only when a tombstone carries hashes, and reads it after the
+    // tables' rules, as `resolve_batch` does.
+    if table.has("source_message_ids") {
+        read_cited(table)?;
+    }
+    Ok(scopes)
 }
 
 /// The 128-bit hash of every row's text in a required string column

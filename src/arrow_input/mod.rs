@@ -17,6 +17,7 @@
 pub mod check;
 mod columns;
 pub mod contexts;
+mod lists;
 mod names;
 pub mod records;
 mod scopes;
@@ -36,7 +37,7 @@ use crate::error::{ErrorKind, InputError};
 pub use check::{check_records, id_hashes, lasting_edges};
 pub use contexts::read_contexts;
 pub use records::read_records;
-pub use tombstones::read_tombstones;
+pub use tombstones::{mark_cited, read_cited, read_tombstones, TombstoneTable};
 pub use values::{read_values, Values};
 
 type Checked<T> = Result<T, InputError>;

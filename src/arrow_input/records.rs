@@ -118,6 +118,7 @@ pub fn read_records<'t>(table: &Table<'t>) -> Result<Store<'t>, Error> {
         keys,
         scope_ids: [users, characters, conversations, scenes],
         scopes,
+        blocked_by_sources: Vec::new(),
     })
 }
 

@@ -409,6 +409,7 @@ fn read_tombstone_table(columns: Columns) -> Result<Vec<(i64, Option<String>)>, 
     let table = Table::new("tombstones", batches[0].schema(), &batches);
     match read_tombstones(&table) {
         Ok(read) => Ok(read
+            .tombstones()
             .iter()
             .map(|t| (t.blocks_sources_before, t.scope.owner.map(str::to_owned)))
             .collect()),

@@ -65,7 +65,7 @@ impl<'t> TextChunk<'t> {
         Texts::of(array.as_ref()).map(Self::Plain)
     }
 
-    fn get(&self, index: usize) -> Option<&'t str> {
+    pub(super) fn get(&self, index: usize) -> Option<&'t str> {
         match self {
             Self::Nulls(_) => None,
             Self::Plain(texts) => texts.get(index),

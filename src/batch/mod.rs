@@ -12,6 +12,9 @@
 pub mod ids;
 pub mod intern;
 pub mod owner_order;
+mod tombstones;
+
+pub use tombstones::StoreTombstones;
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -20,10 +23,10 @@ use rayon::prelude::*;
 
 use crate::error::Broken;
 use crate::model::{Authority, IdColumn, Reason, ScopeKind, Status};
-use crate::resolve::hash::{map_with_capacity, text_hasher, Hashed, Map};
+use crate::resolve::hash::{text_hasher, Hashed, Map};
 use crate::resolve::order::{scope_ranks, sort_by_text};
 use crate::resolve::{
-    decide_into, CandidateSet, Candidates, Context, Facts, ScopeRef, Scratch, Slot, Tombstone,
+    decide_into, CandidateSet, Candidates, Context, Facts, ScopeRef, Scratch, Slot,
 };
 use ids::{index_ids, IdIndex};
 use intern::{Interned, KeyRanks, ScopeIndex, ScopeKey, NO_ROW};
@@ -51,6 +54,9 @@ pub struct Store<'a> {
     /// The `user_id`, `character_id`, `conversation_id` and `scene_id` values.
     pub(crate) scope_ids: [Interned<'a>; 4],
     pub(crate) scopes: ScopeIndex,
+    /// Rows the messages they cite block ([`Store::mark_blocked_by_sources`]);
+    /// empty when none is.
+    pub(crate) blocked_by_sources: Vec<bool>,
 }
 
 /// A record id repeated at rows `earlier` and `later` (the first such `later`).
@@ -138,7 +144,20 @@ impl<'a> Store<'a> {
             keys,
             scope_ids: [users, characters, conversations, scenes],
             scopes,
+            blocked_by_sources: Vec::new(),
         })
+    }
+
+    /// Sets, by row, the records blocked by the messages they cite, as a
+    /// caller that has the message ids decided them (empty: none).
+    pub fn set_blocked_by_sources(&mut self, blocked: Vec<bool>) {
+        self.blocked_by_sources = blocked;
+    }
+
+    /// Whether the record at `row` is blocked by the messages it cites.
+    #[must_use]
+    pub fn blocked_by_sources(&self, row: usize) -> bool {
+        self.blocked_by_sources.get(row).copied().unwrap_or(false)
     }
 
     #[must_use]
@@ -201,51 +220,6 @@ impl<'a> Store<'a> {
             .into_iter()
             .filter_map(|slot| self.scope_number(&context.scope_of(slot)?))
     }
-
-    /// The tombstones that can touch a record of this store, by scope number
-    /// then key rank (a tombstone on a scope or key no record has is dropped).
-    /// Several on one (scope, key) act as the one with the latest bound.
-    #[must_use]
-    ///
-    /// A user-wide tombstone is indexed on every scope of the store its user
-    /// owns (`docs/spec.md` §2.3), found through one map of the scopes by
-    /// owner, built only when some tombstone is user-wide.
-    pub fn index_tombstones(&self, tombstones: &[Tombstone<'_>]) -> StoreTombstones {
-        let state = text_hasher();
-        let owned = if tombstones.iter().any(|tombstone| tombstone.user_wide) {
-            self.scopes.by_owner()
-        } else {
-            Map::default()
-        };
-        let users = self.scope_ids.get(usize::from(IdColumn::UserId.code()));
-        let mut by_scope: Map<u32, Map<u32, i64>> = map_with_capacity(tombstones.len());
-        for tombstone in tombstones {
-            let Some(key) = self.keys.rank_of(&Hashed::new(&state, tombstone.key)) else {
-                continue;
-            };
-            let on_scope;
-            let reached: &[u32] = if tombstone.user_wide {
-                tombstone
-                    .scope
-                    .owning_user()
-                    .and_then(|user| users?.number_of(&Hashed::new(&state, user)))
-                    .and_then(|user| owned.get(&user))
-                    .map_or(&[], Vec::as_slice)
-            } else {
-                on_scope = self.scope_number(&tombstone.scope);
-                on_scope.as_slice()
-            };
-            for &scope in reached {
-                by_scope
-                    .entry(scope)
-                    .or_insert_with(|| map_with_capacity(1))
-                    .entry(key)
-                    .and_modify(|bound| *bound = (*bound).max(tombstone.blocks_sources_before))
-                    .or_insert(tombstone.blocks_sources_before);
-            }
-        }
-        StoreTombstones { by_scope }
-    }
 }
 
 /// A store's key and scope id texts, by number.
@@ -292,20 +266,6 @@ impl<'a> StoreTexts<'_, 'a> {
 /// Row `row` of an optional column (an absent column is empty).
 fn optional(column: &[Option<i64>], row: usize) -> Option<i64> {
     column.get(row).copied().flatten()
-}
-
-/// A store's tombstones, by scope number, then key rank.
-#[derive(Default)]
-pub struct StoreTombstones {
-    by_scope: Map<u32, Map<u32, i64>>,
-}
-
-impl StoreTombstones {
-    /// The latest bound of the tombstones on scope `scope` and key `key`.
-    #[must_use]
-    pub fn bound(&self, scope: u32, key: u32) -> Option<i64> {
-        self.by_scope.get(&scope)?.get(&key).copied()
-    }
 }
 
 /// One context's candidates: the store rows of its scopes.
@@ -358,6 +318,11 @@ impl Candidates for ContextRows<'_, '_> {
 
     fn key(&self, index: usize) -> Option<u32> {
         self.store.key_ranks.get(self.row(index)?).copied()
+    }
+
+    fn blocked_by_sources(&self, index: usize) -> bool {
+        self.row(index)
+            .is_some_and(|row| self.store.blocked_by_sources(row))
     }
 
     fn forget_bound(&self, slot: Slot, key: u32) -> Option<i64> {

@@ -1,7 +1,7 @@
 //! The batch form against single resolutions, chunking, and refused stores.
 
 use super::*;
-use crate::resolve::{resolve, Record, ScopeRef, TombstoneIndex};
+use crate::resolve::{resolve, Record, ScopeRef, Tombstone, TombstoneIndex};
 use crate::test_support::{record, set_of};
 
 fn context(user: &'static str, conversation: &'static str) -> Context<'static> {
@@ -82,6 +82,7 @@ fn each_context_sees_only_its_scopes_and_equals_a_single_resolve() {
         scope: ScopeRef::conversation("k2"),
         blocks_sources_before: 0,
         user_wide: false,
+        sources: None,
     }];
     let index = TombstoneIndex::new(&tombstones);
     let batch = listed(
@@ -223,6 +224,7 @@ fn owned_conversation_records_reach_only_their_owner() {
         scope: ScopeRef::conversation("k1").owned_by("u1"),
         blocks_sources_before: 0,
         user_wide: false,
+        sources: None,
     }];
     let batch = listed(
         &store,

@@ -5,7 +5,8 @@
 //! Only records stored `active` change, and each at most once, to the first
 //! rule that applies:
 //!
-//! 1. `forgotten`: a tombstone blocks it (tombstones block at every instant,
+//! 1. `forgotten`: a tombstone blocks it, by its bound or by a message the
+//!    record cites (tombstones block at every instant,
 //!    and a stored `forgotten` is decided at the same stage, 3);
 //! 2. `expired`: `valid_until <= now` (outside its interval at every later
 //!    instant: it neither wins nor bears an edge again);
@@ -68,6 +69,7 @@ pub fn normalize(
         if tombstones
             .bound(scope, key)
             .is_some_and(|bound| evidence <= bound)
+            || store.blocked_by_sources(row)
         {
             *slot = Some(Status::Forgotten);
         } else if facts.valid_until.is_some_and(|until| until <= now) {

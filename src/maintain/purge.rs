@@ -1,7 +1,8 @@
 //! The forget sweep (`docs/spec.md` §7.2): the records whose private text
 //! must be erased from every copy because no resolution, at any instant and
 //! in any context, can make them active again: those a tombstone blocks
-//! (same key, equal scope, evidence at or before its bound) and those stored
+//! (same key, a scope it reaches, evidence at or before its bound or a
+//! cited message it holds the hash of) and those stored
 //! `forgotten`. Both are decided at stage 3 whatever the instant.
 
 use crate::batch::{Store, StoreTombstones};
@@ -40,6 +41,7 @@ pub fn purge(store: &Store<'_>, tombstones: &StoreTombstones) -> Result<Vec<Purg
         let cause = if tombstones
             .bound(scope, key)
             .is_some_and(|bound| evidence <= bound)
+            || store.blocked_by_sources(row)
         {
             PurgeCause::Tombstone
         } else if facts.status == Status::Forgotten {

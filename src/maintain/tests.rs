@@ -125,6 +125,7 @@ fn a_retraction_is_never_rewritten_and_retracts_from_its_start() {
         scope: ScopeRef::user("u"),
         blocks_sources_before: NOW,
         user_wide: false,
+        sources: None,
     };
     assert_eq!(
         changes(&[old, started], &[blocked]),
@@ -165,6 +166,7 @@ fn forgotten_comes_first_then_expired_then_superseded() {
         scope: ScopeRef::user("u"),
         blocks_sources_before: 10,
         user_wide: false,
+        sources: None,
     };
     let blocked = Record {
         valid_until: Some(NOW - 1),
@@ -253,6 +255,7 @@ fn the_sweep_names_blocked_and_stored_forgotten_records() {
         scope: ScopeRef::user("u"),
         blocks_sources_before: 10,
         user_wide: false,
+        sources: None,
     }];
     let plan = ok(purge(&store, &store.index_tombstones(&tombstones)));
     assert_eq!(
@@ -355,6 +358,7 @@ fn normalising_never_changes_a_later_resolution() {
                 scope: rng.pick(&scopes()),
                 blocks_sources_before: rng.pick(&[0, 3, NOW]),
                 user_wide: false,
+                sources: None,
             })
             .collect();
         let set = set_of(&records);

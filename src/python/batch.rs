@@ -12,9 +12,12 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyTable;
 
 use super::errors::invalid_input;
-use crate::arrow_input::{read_contexts, read_records, read_tombstones, read_values, Table};
+use crate::arrow_input::{
+    mark_cited, read_contexts, read_records, read_tombstones, read_values, Table,
+};
 use crate::arrow_output::output_schema;
 use crate::arrow_output::stream::{Decisions, Flush};
+use crate::batch::{Store, StoreTombstones};
 use crate::error::{Broken, Error, ErrorKind, InputError};
 
 /// Every batch of one input, imported through the Arrow `PyCapsule` interface.
@@ -81,6 +84,23 @@ fn import_inputs(
     ))
 }
 
+/// The tombstones of a batch call (none when not given), read after the records and
+/// indexed on their store, whose records the tombstones' hashes block are marked
+/// (reading the records' `source_message_ids` only then).
+pub(super) fn read_forgets(
+    store: &mut Store<'_>,
+    records: &Table<'_>,
+    tombstones: Option<&Imported>,
+) -> Result<StoreTombstones, Error> {
+    let Some((schema, batches)) = tombstones else {
+        return Ok(store.index_tombstones(&[]));
+    };
+    let table = read_tombstones(&Table::new("tombstones", schema.clone(), batches))?;
+    let forgets = table.tombstones();
+    mark_cited(store, records, &forgets)?;
+    Ok(store.index_tombstones(&forgets))
+}
+
 /// Resolves every context and hands the output to `flush` in order: once,
 /// whole (`flush_bytes` of `usize::MAX`), or in groups of about
 /// `flush_bytes`, so that only one group's output is ever held.
@@ -92,21 +112,15 @@ fn run(
     flush: &mut Flush<'_>,
 ) -> Result<(), Error> {
     let record_table = Table::new("records", records.0.clone(), &records.1);
-    let store = read_records(&record_table)?;
+    let mut store = read_records(&record_table)?;
     let context_table = Table::new("contexts", contexts.0.clone(), &contexts.1);
     let (context_ids, targets) = read_contexts(&context_table)?;
-    let forgets = match tombstones {
-        Some((schema, batches)) => {
-            read_tombstones(&Table::new("tombstones", schema.clone(), batches))?
-        }
-        None => Vec::new(),
-    };
+    let index = read_forgets(&mut store, &record_table, tombstones)?;
     let values = if options.with_values {
         Some(read_values(&record_table)?)
     } else {
         None
     };
-    let index = store.index_tombstones(&forgets);
     let decisions = Decisions {
         store: &store,
         context_ids: &context_ids,

@@ -78,6 +78,7 @@ pub(crate) fn exact_text<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
 }
 
 /// A scope read from a Python scope object, owned.
+#[derive(Clone)]
 pub(crate) struct OwnedScope {
     pub kind: ScopeKind,
     pub first: String,

@@ -193,7 +193,9 @@ impl Router {
         let imported = import(batch, "tombstones")?;
         let routed = detached(py, || -> Result<_, Error> {
             let table = table("tombstones", &imported).starting_at(row_offset);
-            let scopes: Vec<ScopeRef<'_>> = read_tombstones(&table)?
+            let read = read_tombstones(&table)?;
+            let scopes: Vec<ScopeRef<'_>> = read
+                .tombstones()
                 .iter()
                 .map(|tombstone| tombstone.scope)
                 .collect();

@@ -4,12 +4,14 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyString, PyTuple};
 
 use super::cache::Package;
 use super::convert::{normalized_datetime_micros, scope_fields, utc_datetime_micros, OwnedScope};
 use super::errors::guarded;
 use super::record::RecordCore;
+use super::rows::{row_number, rows_of, Rows};
+use super::sources::{blocked, blocked_rows, read_sources};
 use super::InternalError;
 use crate::error::{ErrorKind, InputError};
 use std::sync::Mutex;
@@ -17,8 +19,8 @@ use std::sync::Mutex;
 use crate::resolve::order::rows_by_id;
 use crate::resolve::prepared::{PreparedScratch, PreparedSet, Refused};
 use crate::resolve::{
-    resolve_packed_in_id_order, CandidateSet, Context, PackedRecord, Resolution, Tombstone,
-    TombstoneIndex,
+    resolve_packed_in_id_order, CandidateSet, Context, PackedRecord, SourceHashes, SourceIndex,
+    Tombstone, TombstoneIndex,
 };
 
 /// From this many candidates on, the pipeline runs with the interpreter
@@ -87,11 +89,13 @@ impl OwnedContext {
     }
 }
 
+#[derive(Clone)]
 pub(super) struct OwnedTombstone {
     key: String,
     scope: OwnedScope,
     blocks_sources_before: i64,
     user_wide: bool,
+    sources: Option<SourceHashes>,
 }
 
 impl OwnedTombstone {
@@ -122,7 +126,13 @@ impl OwnedTombstone {
             )?,
             // Checked a bool on a user scope when the tombstone was built.
             user_wide: tombstone.getattr(intern!(py, "user_wide"))?.is_truthy()?,
+            sources: read_sources(tombstone, row)?,
         })
+    }
+
+    /// Whether it blocks records by the messages they cite.
+    pub(super) fn has_sources(&self) -> bool {
+        self.sources.is_some()
     }
 
     pub(super) fn borrow(&self) -> Tombstone<'_> {
@@ -131,6 +141,7 @@ impl OwnedTombstone {
             scope: self.scope.borrow(),
             blocks_sources_before: self.blocks_sources_before,
             user_wide: self.user_wide,
+            sources: self.sources.as_ref(),
         }
     }
 }
@@ -185,56 +196,6 @@ fn cores_from<'py>(
     }
     Ok((cores, not_a_record))
 }
-
-/// Every candidate has exactly one outcome: the core guarantees it, and a
-/// broken guarantee must be an exception, never a silently wrong answer.
-fn check_partition(resolution: &crate::resolve::Resolution, candidates: usize) -> PyResult<()> {
-    let mut seen = vec![false; candidates];
-    let rows = resolution
-        .active
-        .iter()
-        .copied()
-        .chain(resolution.excluded.iter().map(|&(row, _)| row));
-    let mut count = 0_usize;
-    for row in rows {
-        match seen.get_mut(row) {
-            Some(slot) if !*slot => *slot = true,
-            _ => {
-                return Err(InternalError::new_err(
-                    "the native kernel reported a candidate twice or an unknown row",
-                ))
-            }
-        }
-        count += 1;
-    }
-    if count == candidates {
-        Ok(())
-    } else {
-        Err(InternalError::new_err(
-            "the native kernel did not account for every candidate",
-        ))
-    }
-}
-
-fn row_number(row: usize) -> PyResult<u32> {
-    u32::try_from(row).map_err(|_| {
-        super::errors::invalid_input(&InputError {
-            kind: ErrorKind::OutOfRange,
-            field: "records".to_owned(),
-            row: None,
-            record_id: None,
-            message: "records: more than 2**32 - 1 candidates in one call".to_owned(),
-        })
-    })
-}
-
-/// The result of a call: `(winning records, excluded rows as native-endian u32
-/// bytes, excluded reason codes as bytes)`, in the canonical order.
-type Rows<'py> = (
-    Bound<'py, PyTuple>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-);
 
 /// The candidates' native storage as one candidate set, row for row.
 pub(super) fn candidate_set<'c>(
@@ -309,6 +270,7 @@ pub(super) fn read_tombstones(
 fn resolve_packed<'py>(
     package: &Package,
     records: &Bound<'py, PyTuple>,
+    cores: &[Bound<'py, RecordCore>],
     packed: &[&PackedRecord],
     by_id: &[usize],
     context: &Bound<'py, PyAny>,
@@ -317,11 +279,13 @@ fn resolve_packed<'py>(
     let py = records.py();
     let context = OwnedContext::read(package, context)?;
     let borrowed: Vec<Tombstone<'_>> = tombstones.iter().map(OwnedTombstone::borrow).collect();
+    let blocked_by_sources = blocked_rows(cores, &borrowed)?;
     let run = || {
         resolve_packed_in_id_order(
             packed,
             &context.borrow(),
             &TombstoneIndex::new(&borrowed),
+            &blocked_by_sources,
             by_id,
         )
     };
@@ -333,25 +297,6 @@ fn resolve_packed<'py>(
     .map_err(super::errors::internal)?;
 
     rows_of(records, &resolution)
-}
-
-/// The winners as records and the exclusions as bytes: see [`Rows`].
-fn rows_of<'py>(records: &Bound<'py, PyTuple>, resolution: &Resolution) -> PyResult<Rows<'py>> {
-    let py = records.py();
-    check_partition(resolution, records.len())?;
-    let winners = resolution
-        .active
-        .iter()
-        .map(|&row| records.get_item(row))
-        .collect::<PyResult<Vec<_>>>()?;
-    let active = PyTuple::new(py, winners)?;
-    let mut rows = Vec::with_capacity(resolution.excluded.len() * 4);
-    let mut reasons = Vec::with_capacity(resolution.excluded.len());
-    for &(row, reason) in &resolution.excluded {
-        rows.extend_from_slice(&row_number(row)?.to_ne_bytes());
-        reasons.push(reason as u8);
-    }
-    Ok((active, PyBytes::new(py, &rows), PyBytes::new(py, &reasons)))
 }
 
 /// Resolves the candidates: see [`Rows`].
@@ -374,7 +319,15 @@ pub(crate) fn resolve_rows<'py>(
             return Err(error);
         }
         let tombstones = read_tombstones(package, tombstones)?;
-        resolve_packed(package, records, &packed, &by_id, context, &tombstones)
+        resolve_packed(
+            package,
+            records,
+            &cores,
+            &packed,
+            &by_id,
+            context,
+            &tombstones,
+        )
     })
 }
 
@@ -388,6 +341,9 @@ pub(crate) fn resolve_rows<'py>(
 pub(crate) struct PreparedCandidates {
     records: Py<PyTuple>,
     set: PreparedSet,
+    /// The tombstones with hashes: a record added later is tested against
+    /// them (the set keeps no message id).
+    hashed: Vec<OwnedTombstone>,
     /// Buffers reused from call to call (a call that finds them taken by
     /// another thread allocates its own).
     scratch: Mutex<PreparedScratch>,
@@ -420,17 +376,27 @@ impl PreparedCandidates {
         guarded(|| {
             let package = Package::get(records.py())?;
             let (cores, not_a_record) = cores(package, records)?;
-            let candidates = candidate_set(cores.iter().map(Bound::get));
+            let mut candidates = candidate_set(cores.iter().map(Bound::get));
             check_candidates(package, &cores, &candidates, not_a_record)?;
             let tombstones = read_tombstones(package, tombstones)?;
             let borrowed: Vec<Tombstone<'_>> =
                 tombstones.iter().map(OwnedTombstone::borrow).collect();
+            for (row, is_blocked) in blocked_rows(&cores, &borrowed)?.into_iter().enumerate() {
+                if is_blocked {
+                    candidates.mark_blocked_by_sources(row);
+                }
+            }
             let set = PreparedSet::new(&candidates, &borrowed).map_err(refused)?;
+            drop(borrowed);
             Ok(Self {
                 // Decided on the records' storage (a copy for a subclass or an
                 // altered record), answered with the records as given, as `resolve_rows` does.
                 records: records.clone().unbind(),
                 set,
+                hashed: tombstones
+                    .into_iter()
+                    .filter(OwnedTombstone::has_sources)
+                    .collect(),
                 scratch: Mutex::new(PreparedScratch::default()),
             })
         })
@@ -453,8 +419,12 @@ impl PreparedCandidates {
             let first_row = self.set.len();
             let (cores, not_a_record) = cores_from(package, records, first_row)?;
             let mut set = self.set.clone();
+            let hashed: Vec<Tombstone<'_>> =
+                self.hashed.iter().map(OwnedTombstone::borrow).collect();
+            let index = SourceIndex::new(&hashed);
             for core in &cores {
-                match set.push(&core.get().native().record()) {
+                let is_blocked = !index.is_empty() && blocked(&index, core)?;
+                match set.push(&core.get().native().record(), is_blocked) {
                     Ok(()) => {}
                     Err(Refused::RepeatedId { earlier, later }) => {
                         return Err(repeated_id_of(package, core, earlier, later));
@@ -469,6 +439,7 @@ impl PreparedCandidates {
             Ok(Self {
                 records: PyTuple::new(py, all)?.unbind(),
                 set,
+                hashed: self.hashed.clone(),
                 scratch: Mutex::new(PreparedScratch::default()),
             })
         })
@@ -497,6 +468,25 @@ impl PreparedCandidates {
                 set.forget(&tombstone.borrow())
                     .map_err(super::errors::internal)?;
             }
+            // The new hashes, tested against the candidates as they were
+            // (a stand-in has its message ids erased).
+            let told: Vec<Tombstone<'_>> = tombstones
+                .iter()
+                .filter(|tombstone| tombstone.has_sources())
+                .map(OwnedTombstone::borrow)
+                .collect();
+            if !told.is_empty() {
+                let given = self.records.bind(py);
+                let (kept, _) = cores_from(package, given, 0)?;
+                for (row, is_blocked) in blocked_rows(&kept, &told)?.into_iter().enumerate() {
+                    if is_blocked {
+                        set.mark_blocked_by_sources(row_number(row)?);
+                    }
+                }
+            }
+            drop(told);
+            let mut hashed = self.hashed.clone();
+            hashed.extend(tombstones.into_iter().filter(OwnedTombstone::has_sources));
             let mut all: Vec<_> = self.records.bind(py).iter().collect();
             for (core, record) in cores.iter().zip(records.iter()) {
                 let stand_in = core.get().native().record();
@@ -515,6 +505,7 @@ impl PreparedCandidates {
             Ok(Self {
                 records: PyTuple::new(py, all)?.unbind(),
                 set,
+                hashed,
                 scratch: Mutex::new(PreparedScratch::default()),
             })
         })

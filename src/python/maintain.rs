@@ -12,11 +12,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use pyo3_arrow::PyTable;
 
-use super::batch::{import, Imported};
+use super::batch::{import, read_forgets, Imported};
 use super::cache::Package;
 use super::errors::{guarded, internal};
 use super::kernel::{candidate_set, check_candidates, cores, read_tombstones, OwnedTombstone};
-use crate::arrow_input::{read_records, read_tombstones as read_tombstone_table, Table};
+use super::sources::blocked_rows;
+use crate::arrow_input::{read_records, Table};
 use crate::arrow_output::{dictionary, dictionary_column};
 use crate::batch::{Store, StoreTombstones};
 use crate::error::{Broken, Error};
@@ -49,8 +50,10 @@ fn with_store<T>(
     check_candidates(package, &cores, &candidates, not_a_record)?;
     let owned = read_tombstones(package, tombstones)?;
     let borrowed: Vec<Tombstone<'_>> = owned.iter().map(OwnedTombstone::borrow).collect();
-    let store = Store::from_candidates(&candidates)
+    let mut store = Store::from_candidates(&candidates)
         .map_err(|_| internal(Broken("checked candidates repeat an id")))?;
+    let blocked = blocked_rows(&cores, &borrowed)?;
+    store.set_blocked_by_sources(blocked);
     let index = store.index_tombstones(&borrowed);
     job(&store, &index).map_err(internal)
 }
@@ -125,14 +128,9 @@ fn read_inputs<'t>(
     records: &'t Imported,
     tombstones: Option<&'t Imported>,
 ) -> Result<(Store<'t>, StoreTombstones), Error> {
-    let store = read_records(&Table::new("records", records.0.clone(), &records.1))?;
-    let forgets = match tombstones {
-        Some((schema, batches)) => {
-            read_tombstone_table(&Table::new("tombstones", schema.clone(), batches))?
-        }
-        None => Vec::new(),
-    };
-    let index = store.index_tombstones(&forgets);
+    let record_table = Table::new("records", records.0.clone(), &records.1);
+    let mut store = read_records(&record_table)?;
+    let index = read_forgets(&mut store, &record_table, tombstones)?;
     Ok((store, index))
 }
 

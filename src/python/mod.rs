@@ -18,6 +18,8 @@ mod errors;
 mod kernel;
 mod maintain;
 mod record;
+mod rows;
+mod sources;
 mod store_row;
 
 // The exception classes are defined once, in Python (memresolve/errors.py), and

@@ -2,6 +2,7 @@
 //! borrowed from whoever owns the records (Python objects, Arrow buffers),
 //! instants as `i64` microseconds since the Unix epoch, UTC (`docs/spec.md` §1.6).
 
+use super::source_hashes::SourceHashes;
 use crate::model::{Authority, IdColumn, ScopeKind, Status};
 
 /// A scope, borrowed: its kind, up to two ids and, for conversation and scene
@@ -237,6 +238,9 @@ pub struct CandidateSet<'a> {
     valid_until: Vec<Option<i64>>,
     observed_at: Vec<Option<i64>>,
     supersedes: Vec<Option<&'a str>>,
+    /// Rows the messages they cite block (`super::sources`); empty when
+    /// none is (the usual case: no tombstone has hashes).
+    blocked_by_sources: Vec<bool>,
 }
 
 impl<'a> CandidateSet<'a> {
@@ -253,6 +257,7 @@ impl<'a> CandidateSet<'a> {
             valid_until: Vec::with_capacity(capacity),
             observed_at: Vec::with_capacity(capacity),
             supersedes: Vec::with_capacity(capacity),
+            blocked_by_sources: Vec::new(),
         }
     }
 
@@ -267,6 +272,26 @@ impl<'a> CandidateSet<'a> {
         self.valid_until.push(record.valid_until);
         self.observed_at.push(record.observed_at);
         self.supersedes.push(record.supersedes);
+        if !self.blocked_by_sources.is_empty() {
+            self.blocked_by_sources.push(false);
+        }
+    }
+
+    /// Marks row `row` as blocked by the messages it cites (a tombstone with
+    /// hashes decided it: `super::sources::SourceIndex::mark`).
+    pub fn mark_blocked_by_sources(&mut self, row: usize) {
+        if self.blocked_by_sources.is_empty() {
+            self.blocked_by_sources = vec![false; self.len()];
+        }
+        if let Some(flag) = self.blocked_by_sources.get_mut(row) {
+            *flag = true;
+        }
+    }
+
+    /// Whether row `row` is blocked by the messages it cites.
+    #[must_use]
+    pub fn blocked_by_sources(&self, row: usize) -> bool {
+        self.blocked_by_sources.get(row).copied().unwrap_or(false)
     }
 
     pub fn clear(&mut self) {
@@ -280,6 +305,7 @@ impl<'a> CandidateSet<'a> {
         self.valid_until.clear();
         self.observed_at.clear();
         self.supersedes.clear();
+        self.blocked_by_sources.clear();
     }
 
     #[must_use]
@@ -431,8 +457,9 @@ impl<'a> Context<'a> {
     }
 }
 
-/// A forget: blocks `key` in `scope` for evidence up to `blocks_sources_before`.
-/// A `user_wide` one (always on a user scope) reaches every scope its user
+/// A forget: blocks `key` in `scope` for evidence up to `blocks_sources_before`,
+/// and records citing a message whose salted hash `sources` holds. A
+/// `user_wide` one (always on a user scope) reaches every scope its user
 /// owns (`docs/spec.md` §1.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tombstone<'a> {
@@ -440,6 +467,7 @@ pub struct Tombstone<'a> {
     pub scope: ScopeRef<'a>,
     pub blocks_sources_before: i64,
     pub user_wide: bool,
+    pub sources: Option<&'a SourceHashes>,
 }
 
 impl Slot {

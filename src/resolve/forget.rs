@@ -155,6 +155,7 @@ mod tests {
             scope,
             blocks_sources_before: bound,
             user_wide: false,
+            sources: None,
         }
     }
 
@@ -162,6 +163,7 @@ mod tests {
     fn a_user_wide_tombstone_reaches_every_scope_its_user_owns_and_no_other() {
         let index = TombstoneIndex::new(&[Tombstone {
             user_wide: true,
+            sources: None,
             ..tombstone(ScopeRef::user("u"), "k", 100)
         }]);
         let in_scene = Context {
@@ -190,6 +192,7 @@ mod tests {
         let index = TombstoneIndex::new(&[
             Tombstone {
                 user_wide: true,
+                sources: None,
                 ..tombstone(ScopeRef::user("u"), "k", 100)
             },
             tombstone(ScopeRef::character("u", "c"), "k", 300),

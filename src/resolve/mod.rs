@@ -14,6 +14,8 @@ pub mod packed;
 pub mod precedence;
 pub mod prepared;
 pub mod scope;
+pub mod source_hashes;
+pub mod sources;
 pub mod supersede;
 pub mod time;
 pub mod view;
@@ -21,6 +23,8 @@ pub mod view;
 pub use candidates::{CandidateSet, Context, Facts, Record, ScopeRef, Slot, Tombstone};
 pub use forget::{ContextTombstones, TombstoneIndex};
 pub use packed::{PackedCandidates, PackedRecord};
+pub use source_hashes::SourceHashes;
+pub use sources::SourceIndex;
 pub use view::{Candidates, ContextCandidates};
 
 use crate::error::Broken;
@@ -104,7 +108,7 @@ pub fn decide_into<C: Candidates>(
             let blocked = forget::blocked(
                 candidates.forget_bound(slot, key),
                 forget::evidence_time(facts.valid_from, facts.observed_at),
-            );
+            ) || candidates.blocked_by_sources(index);
             if forget::excluded_as_forgotten(facts.status, blocked) {
                 Some(Reason::Forgotten)
             } else {
@@ -152,6 +156,8 @@ pub fn decide(
 /// `by_id` must list every row once, as [`order::rows_by_id`] gives it; an
 /// order of another length is refused, another mistake gives an unspecified
 /// answer (the binding checks that every candidate has one outcome).
+/// `blocked_by_sources` holds, by row, the candidates the messages they cite
+/// block ([`SourceIndex`]; empty: none).
 ///
 /// # Errors
 /// [`Broken`], as [`decide_into`], and when `by_id` names other rows.
@@ -159,13 +165,14 @@ pub fn resolve_packed_in_id_order(
     records: &[&PackedRecord],
     context: &Context<'_>,
     tombstones: &TombstoneIndex<'_>,
+    blocked_by_sources: &[bool],
     by_id: &[usize],
 ) -> Result<Resolution, Broken> {
     const NOT_ROWS: Broken = Broken("the id order does not list every candidate once");
     if by_id.len() != records.len() {
         return Err(NOT_ROWS);
     }
-    let view = PackedCandidates::new(records, context, tombstones);
+    let view = PackedCandidates::new(records, context, tombstones, blocked_by_sources);
     let mut outcomes = Vec::new();
     let mut scratch = Scratch::default();
     decide_into(&view, context.now, &mut scratch, &mut outcomes)?;

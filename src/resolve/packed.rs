@@ -121,6 +121,8 @@ pub struct PackedCandidates<'v> {
     records: &'v [&'v PackedRecord],
     context: &'v Context<'v>,
     tombstones: ContextTombstones<'v>,
+    /// By row: blocked by the messages it cites (empty: none is).
+    blocked_by_sources: &'v [bool],
 }
 
 impl<'v> PackedCandidates<'v> {
@@ -129,11 +131,13 @@ impl<'v> PackedCandidates<'v> {
         records: &'v [&'v PackedRecord],
         context: &'v Context<'v>,
         tombstones: &'v TombstoneIndex<'_>,
+        blocked_by_sources: &'v [bool],
     ) -> Self {
         Self {
             records,
             context,
             tombstones: tombstones.for_context(context),
+            blocked_by_sources,
         }
     }
 }
@@ -184,6 +188,10 @@ impl<'v> Candidates for PackedCandidates<'v> {
         self.tombstones.bound(slot, key.0)
     }
 
+    fn blocked_by_sources(&self, index: usize) -> bool {
+        self.blocked_by_sources.get(index).copied().unwrap_or(false)
+    }
+
     fn compare_ids(&self, a: usize, b: usize) -> Ordering {
         let id = |row: usize| self.records.get(row).map(|record| record.id().as_bytes());
         id(a).cmp(&id(b))
@@ -232,7 +240,7 @@ mod tests {
             let index = TombstoneIndex::new(&tombstones);
             for context in &contexts {
                 let expected = resolve(&set, context, &index).map_err(|b| b.to_string());
-                let got = resolve_packed_in_id_order(&packed, context, &index, &by_id)
+                let got = resolve_packed_in_id_order(&packed, context, &index, &[], &by_id)
                     .map_err(|b| b.to_string());
                 assert_eq!(got, expected, "{records:?} {tombstones:?} {context:?}");
                 if let Ok(resolution) = expected {
@@ -261,9 +269,9 @@ mod tests {
         let index = TombstoneIndex::default();
         let short: Vec<usize> = (1..packed.len()).collect();
         assert!(packed.len() > 1);
-        assert!(resolve_packed_in_id_order(&packed, &context, &index, &short).is_err());
+        assert!(resolve_packed_in_id_order(&packed, &context, &index, &[], &short).is_err());
         // Past the end: a row that is no record's.
         let beyond: Vec<usize> = (1..=packed.len()).collect();
-        assert!(resolve_packed_in_id_order(&packed, &context, &index, &beyond).is_err());
+        assert!(resolve_packed_in_id_order(&packed, &context, &index, &[], &beyond).is_err());
     }
 }

@@ -132,6 +132,9 @@ pub struct PreparedSet {
     /// The latest tombstone bound of each group.
     group_bounds: Vec<Option<i64>>,
     facts: Vec<Facts>,
+    /// Each row: blocked by the messages it cites (`super::sources`), as
+    /// its preparer decided with the tombstones' hashes.
+    blocked_by_sources: Vec<bool>,
     /// The row each candidate's `supersedes` names ([`NO_ROW`]: none).
     targets: Vec<u32>,
     /// Each row's position in id order.
@@ -159,7 +162,10 @@ fn number(count: usize) -> Result<u32, Refused> {
 }
 
 impl PreparedSet {
-    /// Prepares `candidates` with `tombstones`.
+    /// Prepares `candidates` with `tombstones`. The rows the messages they
+    /// cite block must be marked in `candidates` already
+    /// ([`super::SourceIndex::mark`] with the same tombstones): the set keeps
+    /// no message id.
     ///
     /// # Errors
     /// [`Refused`]: a repeated id, or a set too large to number.
@@ -233,6 +239,8 @@ impl PreparedSet {
                 .and_then(|id| row_of_id.get(id).copied())
                 .unwrap_or(NO_ROW);
             set.append_row(&record, scope, group, target)?;
+            set.blocked_by_sources
+                .push(candidates.blocked_by_sources(set.blocked_by_sources.len()));
         }
         set.rank_scopes();
         set.sort_orders();
@@ -454,6 +462,14 @@ impl Candidates for PreparedView<'_> {
 
     fn forget_bound(&self, _slot: Slot, group: u32) -> Option<i64> {
         self.set.group_bounds.get(group as usize).copied().flatten()
+    }
+
+    fn blocked_by_sources(&self, index: usize) -> bool {
+        self.set
+            .blocked_by_sources
+            .get(index)
+            .copied()
+            .unwrap_or(false)
     }
 
     fn compare_ids(&self, a: usize, b: usize) -> Ordering {

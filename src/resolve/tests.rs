@@ -183,6 +183,7 @@ fn tombstones_decide_on_evidence_time_inclusive() {
         scope,
         blocks_sources_before: NOW - 5 * DAY,
         user_wide: false,
+        sources: None,
     };
     let at_bound = Record {
         valid_from: NOW - 5 * DAY,
@@ -395,7 +396,11 @@ fn one_id_sort_checks_ids_and_orders_exclusions_as_resolve_does() {
                     let packed: Vec<&PackedRecord> = owned.iter().collect();
                     assert_eq!(
                         ok(resolve_packed_in_id_order(
-                            &packed, &context, &index, &by_id
+                            &packed,
+                            &context,
+                            &index,
+                            &[],
+                            &by_id
                         )),
                         ok(resolve(&set, &context, &index)),
                         "{chosen:?}"

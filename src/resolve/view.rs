@@ -40,6 +40,9 @@ pub trait Candidates {
     /// The latest `blocks_sources_before` of the context's tombstones on
     /// `key` in the context's scope of `slot`.
     fn forget_bound(&self, slot: Slot, key: Self::Key) -> Option<i64>;
+    /// Whether a tombstone blocks the candidate by the messages it cites,
+    /// decided before the pipeline (`super::sources`).
+    fn blocked_by_sources(&self, index: usize) -> bool;
     /// Ids by code point: precedence's last tie-break.
     fn compare_ids(&self, a: usize, b: usize) -> Ordering;
 }
@@ -97,6 +100,10 @@ impl<'a> Candidates for ContextCandidates<'_, 'a> {
 
     fn forget_bound(&self, slot: Slot, key: &'a str) -> Option<i64> {
         self.tombstones.bound(slot, key)
+    }
+
+    fn blocked_by_sources(&self, index: usize) -> bool {
+        self.set.blocked_by_sources(index)
     }
 
     fn compare_ids(&self, a: usize, b: usize) -> Ordering {

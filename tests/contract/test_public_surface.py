@@ -17,6 +17,7 @@ ROOT = Path(__file__).parents[2]
 PUBLIC_NAMES = [
     "MemoryRecord", "Scope", "UserScope", "CharacterScope", "ConversationScope", "SceneScope",
     "scope_id", "scope_from_id", "RetrievalContext", "ForgetTombstone", "forget_everywhere",
+    "source_hash", "new_source_salt",
     "Status", "Authority", "ScopeKind", "Reason", "Certainty", "PurgeCause", "RESOLVER_VERSION",
     "resolve", "resolve_batch", "Resolution", "Exclusion", "Trace", "PromptMemory",
     "to_prompt_memory", "Explanation", "backend_name",
@@ -60,7 +61,8 @@ MODULE_NAMES = {
         "StoreClosedError", "StoreDamagedError", "StoreError",
     ],
     "memresolve.reference": [
-        "NAME", "bears_edge_from", "bears_supersession_edge", "blocked_by_tombstone", "covers",
+        "NAME", "bears_edge_from", "bears_supersession_edge", "blocked_by_tombstone",
+        "cites_blocked_source", "covers",
         "decide", "evidence_time", "excluded_as_forgotten", "excluded_by_status_or_time",
         "first_exclusion", "forget_sweep_batch", "in_validity_interval", "losers_by_precedence",
         "normalize_batch", "normalize_rows", "normalized_status", "precedence_key",
@@ -72,9 +74,9 @@ MODULE_NAMES = {
         "resolve",
     ],
     "memresolve.testing": [
-        "BASE_NOW", "ID_ALPHABET", "Scenario", "Store", "Universe", "authorities", "confidences",
-        "contexts", "identifiers", "instants", "memory_records", "scenarios", "scopes",
-        "statuses", "stores", "tombstones", "universes", "versions",
+        "BASE_NOW", "ID_ALPHABET", "MESSAGE_IDS", "Scenario", "Store", "Universe", "authorities",
+        "confidences", "contexts", "identifiers", "instants", "memory_records", "scenarios",
+        "scopes", "statuses", "stores", "tombstones", "universes", "versions",
     ],
 }  # fmt: skip
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -211,3 +212,143 @@ def test_regression_a_host_stopping_a_stream_producer_stops_every_reader(
             assert isinstance(raised.value, SystemExit)
             assert raised.value.code == stop.code
     assert not (tmp_path / "out").exists()
+
+
+def _cited_store(seed: int) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
+    """A generated store whose records cite messages, its plain tombstones, and the same
+    with user-wide tombstones blocking some messages by their hashes."""
+    store = generate(4_000, seed=seed)
+    cited = [[f"msg-{row % 30}"] for row in range(store.records.num_rows)]
+    records = store.records.append_column("source_message_ids", pa.array(cited))
+    first_of: dict[str, dict[str, Any]] = {}
+    for row in records.to_pylist():
+        if row["user_id"] is not None:
+            first_of.setdefault(row["user_id"], row)
+    bound = datetime(2000, 1, 1, tzinfo=UTC)
+    hashed = [
+        mr.ForgetTombstone(
+            key=str(row["key"]), scope=mr.UserScope(user), forgotten_at=bound, user_wide=True
+        ).blocking_sources([*row["source_message_ids"], "msg-none"])
+        for user, row in sorted(first_of.items())[::2]
+    ]
+    plain = store.tombstones
+    with_hashes = mr.tombstones_to_arrow([*mr.tombstones_from_arrow(plain), *hashed])
+    return records, store.contexts, plain, with_hashes
+
+
+def test_records_messages_are_read_when_tombstones_carry_hashes(tmp_path: Path) -> None:
+    """From tables, files and streams, the job blocks what ``resolve_batch`` blocks; and
+    the hashes change the answer (they block something)."""
+    records, contexts, plain, hashed = _cited_store(seed=21)
+    expected = mr.resolve_batch(records, contexts, tombstones=hashed, include_excluded=True)
+    assert by_context(expected) != by_context(
+        mr.resolve_batch(records, contexts, tombstones=plain, include_excluded=True)
+    )
+    _job_equals_resolve_batch(records, contexts, hashed, tmp_path)
+    for name, table in (("records", records), ("contexts", contexts), ("tombstones", hashed)):
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    mr.resolve_dataset(
+        tmp_path / "records.parquet",
+        tmp_path / "contexts.parquet",
+        tmp_path / "from-files",
+        tombstones=tmp_path / "tombstones.parquet",
+        include_excluded=True,
+        parts=2,
+    )
+    assert by_context(pq.read_table(tmp_path / "from-files")) == by_context(expected)
+    streamed = pa.RecordBatchReader.from_batches(hashed.schema, hashed.to_batches(max_chunksize=7))
+    mr.resolve_dataset(
+        records, contexts, tmp_path / "from-a-stream", tombstones=streamed, include_excluded=True
+    )
+    assert by_context(pq.read_table(tmp_path / "from-a-stream")) == by_context(expected)
+
+
+def test_the_jobs_over_files_block_by_messages_as_the_batch_forms(tmp_path: Path) -> None:
+    records, _, _, hashed = _cited_store(seed=22)
+    now = datetime(2026, 7, 30, tzinfo=UTC)
+    pq.write_table(hashed, tmp_path / "tombstones.parquet")
+    mr.normalize_dataset(
+        records, tmp_path / "changes", now=now, tombstones=tmp_path / "tombstones.parquet", parts=3
+    )
+    changes = pq.read_table(tmp_path / "changes").to_pylist()
+    expected = mr.normalize_batch(records, now=now, tombstones=hashed).to_pylist()
+    key = lambda row: row["record_id"]  # noqa: E731
+    assert sorted(changes, key=key) == sorted(expected, key=key)
+    mr.forget_sweep_dataset(records, tmp_path / "purges", tombstones=hashed)
+    purges = pq.read_table(tmp_path / "purges").to_pylist()
+    expected_purges = mr.forget_sweep_batch(records, hashed).to_pylist()
+    assert sorted(purges, key=key) == sorted(expected_purges, key=key)
+    assert any(row["cause"] == "tombstone" for row in expected_purges)
+
+
+def test_without_hashes_the_records_messages_are_never_read(tmp_path: Path) -> None:
+    """A message column of a type the core cannot read is refused only when a tombstone
+    carries hashes: otherwise the job, like ``resolve_batch``, leaves it unread."""
+    records, contexts, plain, hashed = _cited_store(seed=23)
+    unreadable = _replaced(
+        records, "source_message_ids", pa.array(range(records.num_rows), pa.int64())
+    )
+    _job_equals_resolve_batch(unreadable, contexts, plain, tmp_path)
+    with pytest.raises(mr.InvalidInputError) as caught:
+        mr.resolve_dataset(unreadable, contexts, tmp_path / "hashed", tombstones=hashed)
+    assert caught.value.where()[:2] == (mr.ErrorKind.WRONG_TYPE, "source_message_ids")
+
+
+def test_hashes_and_messages_in_later_files_only_are_read(tmp_path: Path) -> None:
+    """Whether records' messages are read is decided from every tombstone file, and a
+    records file without the column reads as citing nothing: files may differ in their
+    optional columns (a review found both read from the first file alone)."""
+    records, contexts, plain, hashed = _cited_store(seed=24)
+    (tmp_path / "tombstones").mkdir()
+    pq.write_table(plain, tmp_path / "tombstones" / "a.parquet")  # no hash columns at all
+    later = mr.tombstones_to_arrow(mr.tombstones_from_arrow(hashed)[plain.num_rows :])
+    pq.write_table(later, tmp_path / "tombstones" / "b.parquet")
+    (tmp_path / "records").mkdir()
+    half = records.num_rows // 2
+    pq.write_table(
+        records.slice(0, half).drop_columns(["source_message_ids"]),
+        tmp_path / "records" / "a.parquet",
+    )
+    pq.write_table(records.slice(half), tmp_path / "records" / "b.parquet")
+    without_first = mr.resolve_batch(
+        pa.concat_tables(
+            [
+                records.slice(0, half).set_column(
+                    records.schema.get_field_index("source_message_ids"),
+                    "source_message_ids",
+                    pa.nulls(half, pa.list_(pa.string())),
+                ),
+                records.slice(half),
+            ]
+        ),
+        contexts,
+        tombstones=hashed,
+        include_excluded=True,
+    )
+    assert by_context(without_first) != by_context(
+        mr.resolve_batch(records, contexts, tombstones=plain, include_excluded=True)
+    )
+    mr.resolve_dataset(
+        tmp_path / "records",
+        contexts,
+        tmp_path / "out",
+        tombstones=tmp_path / "tombstones",
+        include_excluded=True,
+    )
+    assert by_context(pq.read_table(tmp_path / "out")) == by_context(without_first)
+
+
+def test_a_stream_of_tombstones_without_hashes_reads_no_message(tmp_path: Path) -> None:
+    records, contexts, plain, _ = _cited_store(seed=25)
+    empty_id = _replaced(
+        records,
+        "source_message_ids",
+        pa.array([[""]] + [["m"]] * (records.num_rows - 1), pa.list_(pa.string())),
+    )
+    expected = mr.resolve_batch(empty_id, contexts, tombstones=plain, include_excluded=True)
+    table = mr.tombstones_to_arrow(mr.tombstones_from_arrow(plain))
+    stream = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=3))
+    mr.resolve_dataset(
+        empty_id, contexts, tmp_path / "out", tombstones=stream, include_excluded=True
+    )
+    assert by_context(pq.read_table(tmp_path / "out")) == by_context(expected)

@@ -84,8 +84,11 @@ def test_summaries_pickled_by_the_previous_release_load_as_todays_types(
         assert loaded[name] == fresh[name], name
     assert type(loaded["arrow_export"]) is mr.ArrowExport
     assert loaded["arrow_export"].records.equals(fresh["arrow_export"].records)  # type: ignore[attr-defined]
-    # Tombstones tables carry ``user_wide`` since 0.1 (empty here: no tombstone).
-    today = fresh["arrow_export"].tombstones.drop_columns(["user_wide"])  # type: ignore[attr-defined]
+    # Tombstones tables carry ``user_wide``, ``source_salt`` and ``blocked_sources`` since 0.1
+    # (empty here: no tombstone).
+    today = fresh["arrow_export"].tombstones.drop_columns(  # type: ignore[attr-defined]
+        ["user_wide", "source_salt", "blocked_sources"]
+    )
     assert loaded["arrow_export"].tombstones.equals(today)
     for name in ("dataset_summary", "job_summary"):
         assert type(loaded[name]) is type(fresh[name]), name

@@ -415,3 +415,36 @@ def test_user_wide_tombstones_reach_every_scope_their_user_owns(spark: Any) -> N
     assert _sorted(normalized.toArrow()) == _sorted(
         _as_strings(mr.normalize_batch(store.records, now=NOW_UTC, tombstones=tombstones))
     )
+
+
+def test_tombstones_with_blocked_sources_block_the_records_citing_them(spark: Any) -> None:
+    """Records cite messages; tombstones block some by their salted hashes. Spark reads the
+    records' messages (the tombstones' schema has hashes) and gives the rows of the batch
+    forms, which block every record of the key citing one, whatever its times."""
+    store = generate(3_000, seed=10)
+    cited = [[f"msg-{row % 40}", f"msg-{row % 7}"] for row in range(store.records.num_rows)]
+    records = store.records.append_column("source_message_ids", pa.array(cited))
+    rows = records.to_pylist()
+    hashed = [
+        mr.ForgetTombstone(
+            key=row["key"],
+            scope=mr.UserScope(row["user_id"]),
+            forgotten_at=NOW_UTC,
+            blocks_sources_before=NOW_UTC.replace(year=2000),
+            user_wide=True,
+        ).blocking_sources([f"msg-{n}"])
+        for n, row in enumerate(rows[:60:3])
+        if row["user_id"] is not None
+    ]
+    tombstones = mr.tombstones_to_arrow([*mr.tombstones_from_arrow(store.tombstones), *hashed])
+    frames = _frames(spark, records, store.contexts, tombstones)
+    got = mrs.resolve(*frames, include_excluded=True, partitions=3).toArrow()
+    expected = _expected(records, store.contexts, tombstones, include_excluded=True)
+    assert by_context(got) == expected
+    assert expected != _expected(records, store.contexts, store.tombstones, include_excluded=True)
+    swept = mrs.forget_sweep(frames[0], frames[2]).toArrow()
+    assert _sorted(swept) == _sorted(_as_strings(mr.forget_sweep_batch(records, tombstones)))
+    normalized = mrs.normalize(frames[0], now=NOW_UTC, tombstones=frames[2], partitions=2)
+    assert _sorted(normalized.toArrow()) == _sorted(
+        _as_strings(mr.normalize_batch(records, now=NOW_UTC, tombstones=tombstones))
+    )

@@ -4,6 +4,7 @@ promises beyond resolution (retries, erasure, atomic writes, files, threads, cra
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 import signal
@@ -15,6 +16,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -85,9 +87,45 @@ def _decisions(resolution: mr.Resolution) -> tuple[object, ...]:
     )
 
 
+@dataclass
+class _Forget:
+    """A tombstone as the model holds it: without its hashes, and with the message ids the
+    store hashed into them in clear."""
+
+    tombstone: mr.ForgetTombstone
+    messages: set[str] = field(default_factory=set)
+
+
+def _hashless(tombstone: mr.ForgetTombstone) -> mr.ForgetTombstone:
+    return dataclasses.replace(tombstone, source_salt=None, blocked_sources=frozenset())
+
+
+def _in_time(tombstone: mr.ForgetTombstone, record: mr.MemoryRecord) -> bool:
+    """The time rule: same key, a scope it reaches, evidence up to its bound."""
+    return (
+        tombstone.key == record.key
+        and reference.reaches(tombstone, record.scope)
+        and _evidence(record) <= tombstone.blocks_sources_before
+    )
+
+
+def _cites(tombstone: mr.ForgetTombstone, record: mr.MemoryRecord, messages: set[str]) -> bool:
+    """The message rule, with the messages in clear."""
+    return (
+        tombstone.key == record.key
+        and reference.reaches(tombstone, record.scope)
+        and not messages.isdisjoint(record.source_message_ids)
+    )
+
+
 class StoreAgainstReference(RuleBasedStateMachine):
     """Adds, retries, forgets, erasures and reopenings; after each step every context
-    resolves through the store as the reference resolves the records the model holds."""
+    resolves through the store as the reference resolves the records the model holds.
+
+    The model applies the store's message blocking (``docs/store.md``, "Forgetting") with
+    the message ids in clear: the messages of records a tombstone's time rule erases (at
+    its forget, or added later) join its set, and records citing them are erased and, if
+    ``active``, stored ``forgotten``; the store's hashes are checked against them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -96,7 +134,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
         self.store = mr.MemoryStore(self.path, shared_conversations=True)
         self.first_added: dict[str, mr.MemoryRecord] = {}
         self.held: dict[str, mr.MemoryRecord] = {}
-        self.forgets: list[mr.ForgetTombstone] = []
+        self.forgets: dict[tuple[object, ...], _Forget] = {}
         self.erased_ids: set[str] = set()
         self.universe: Universe | None = None
 
@@ -114,8 +152,27 @@ class StoreAgainstReference(RuleBasedStateMachine):
             return _public(first) != _public(record)
         return first != record
 
-    def _blocked(self, record: mr.MemoryRecord) -> bool:
-        return reference.blocked_by_tombstone(record, self.forgets)
+    def _tombstones(self) -> list[mr.ForgetTombstone]:
+        return [forget.tombstone for forget in self.forgets.values()]
+
+    def _erase(self, record_id: str, *, forgotten: bool = False) -> None:
+        record = _erased(self.held[record_id])
+        if forgotten and record.status is mr.Status.ACTIVE:
+            record = dataclasses.replace(record, status=mr.Status.FORGOTTEN)
+        self.held[record_id] = record
+        self.erased_ids.add(record_id)
+
+    def _sweep(self, forget: _Forget, messages: set[str]) -> set[str]:
+        """The message rule for ``messages`` a tombstone has just gained: the held records
+        not yet erased that cite one, erased (and ``forgotten`` if active)."""
+        hit = {
+            i
+            for i, r in self.held.items()
+            if i not in self.erased_ids and _cites(forget.tombstone, r, messages)
+        }
+        for record_id in hit:
+            self._erase(record_id, forgotten=True)
+        return hit
 
     @rule(data=st.data())
     def add(self, data: st.DataObject) -> None:
@@ -129,8 +186,32 @@ class StoreAgainstReference(RuleBasedStateMachine):
             else st.just([])
         )
         batch = [r for r in fresh if r.id not in retried] + [self.first_added[i] for i in retried]
+        self._add(batch, via_arrow=data.draw(st.booleans()))
+
+    @rule(data=st.data())
+    def restate(self, data: st.DataObject) -> None:
+        """A summary or a re-extraction: a new record of a held record's key, in its scope
+        or another, citing one of its messages, with times of its own (what message
+        blocking is for; drawn records rarely meet on a key, a scope and a message)."""
+        assert self.universe is not None
+        cited = sorted((i, m) for i, r in self.first_added.items() for m in r.source_message_ids)
+        if not cited:
+            return
+        source, message = data.draw(st.sampled_from(cited))
+        drawn = data.draw(memory_records(self.universe))
+        if drawn.id in self.first_added:
+            return
+        original = self.first_added[source]
+        restated = dataclasses.replace(
+            drawn,
+            key=original.key,
+            scope=data.draw(st.sampled_from([original.scope, drawn.scope])),
+            source_message_ids=(message, *drawn.source_message_ids),
+        )
+        self._add([restated], via_arrow=False)
+
+    def _add(self, batch: list[mr.MemoryRecord], *, via_arrow: bool) -> None:
         conflict = any(self._conflicts(record) for record in batch)
-        via_arrow = data.draw(st.booleans())
 
         def add() -> int:
             if via_arrow:
@@ -147,20 +228,32 @@ class StoreAgainstReference(RuleBasedStateMachine):
         added = add()
         new = [r for r in batch if r.id not in self.first_added]
         assert added == len(new)
+        joins: dict[tuple[object, ...], set[str]] = {}
         for record in new:
             self.first_added[record.id] = record
             self.held[record.id] = record
+            in_time = [k for k, f in self.forgets.items() if _in_time(f.tombstone, record)]
+            by_message = any(_cites(f.tombstone, record, f.messages) for f in self.forgets.values())
             # The forget sweep's rule: blocked, or stored ``forgotten``.
-            if self._blocked(record) or record.status is mr.Status.FORGOTTEN:
-                self.held[record.id] = _erased(record)
-                self.erased_ids.add(record.id)
+            if in_time or by_message or record.status is mr.Status.FORGOTTEN:
+                self._erase(record.id, forgotten=by_message and not in_time)
+            for key in in_time:
+                joins.setdefault(key, set()).update(record.source_message_ids)
+        # A late record's messages join the tombstones that block it in time, and the
+        # records citing them are erased: one step.
+        for key, messages in joins.items():
+            forget = self.forgets[key]
+            joined = messages - forget.messages
+            forget.messages |= joined
+            self._sweep(forget, joined)
 
     @rule(data=st.data())
     def forget(self, data: st.DataObject) -> None:
         assert self.universe is not None
         tombstone = data.draw(tombstones(self.universe))
+        # The drawn hashes are not the store's to keep: a forget draws its own salt.
         erased = forget_in(self.store, tombstone)  # forget_for_user when user-wide
-        self._expect_erasure([tombstone], erased)
+        self._expect_erasure([_hashless(tombstone)], erased)
 
     @rule(data=st.data())
     def forget_everywhere(self, data: st.DataObject) -> None:
@@ -172,14 +265,26 @@ class StoreAgainstReference(RuleBasedStateMachine):
         self._expect_erasure(list(mr.forget_everywhere(key, context, at=at)), erased)
 
     def _expect_erasure(self, new: list[mr.ForgetTombstone], erased: tuple[str, ...]) -> None:
-        self.forgets.extend(new)
-        expected = sorted(
-            i for i, r in self.held.items() if i not in self.erased_ids and self._blocked(r)
-        )
-        assert list(erased) == expected
-        for record_id in expected:
-            self.held[record_id] = _erased(self.held[record_id])
-            self.erased_ids.add(record_id)
+        called: list[_Forget] = []
+        expected: set[str] = set()
+        cited: set[str] = set()
+        for tombstone in new:
+            forget = self.forgets.setdefault(_tombstone_key(tombstone), _Forget(tombstone))
+            called.append(forget)
+            blocked = [
+                i
+                for i, r in self.held.items()
+                if i not in self.erased_ids and _in_time(forget.tombstone, r)
+            ]
+            for record_id in blocked:
+                cited.update(self.held[record_id].source_message_ids)
+                self._erase(record_id)
+            expected.update(blocked)
+        for forget in called:
+            forget.messages |= cited
+        for forget in called:
+            expected |= self._sweep(forget, cited)
+        assert list(erased) == sorted(expected)
 
     @rule(data=st.data())
     def erase_user(self, data: st.DataObject) -> None:
@@ -187,7 +292,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
         user = data.draw(st.sampled_from(self.universe.user_ids))
         result = self.store.erase_user(user)
         gone = [i for i, r in self.held.items() if _user_of(r.scope) == user]
-        removed = {_tombstone_key(t) for t in self.forgets if _user_of(t.scope) == user}
+        removed = {k for k, f in self.forgets.items() if _user_of(f.tombstone.scope) == user}
         assert result == mr.ErasedUser(records=len(gone), tombstones=len(removed))
         for record_id in gone:
             del self.held[record_id]
@@ -198,12 +303,21 @@ class StoreAgainstReference(RuleBasedStateMachine):
         for record_id, record in list(self.held.items()):
             if record.supersedes in gone:
                 self.held[record_id] = _without_edge(record)
-        self.forgets = [t for t in self.forgets if _user_of(t.scope) != user]
+        # The unowned twins of the user's conversation tombstones (forget_everywhere's)
+        # lose their hashes: the user's messages may be among them.
+        twins = {_twin(self.forgets[k].tombstone) for k in removed} - {None}
+        for k in removed:
+            del self.forgets[k]
+        for forget in self.forgets.values():
+            if forget.tombstone.scope.user_id is None and _twin(forget.tombstone) in twins:
+                forget.messages.clear()
 
     @rule(data=st.data())
     def normalize(self, data: st.DataObject) -> None:
         now = data.draw(instants(BASE_NOW))
-        expected = reference.normalize_rows(tuple(self.held.values()), tuple(self.forgets), now)
+        expected = reference.normalize_rows(
+            tuple(self.held.values()), tuple(self._tombstones()), now
+        )
         result = self.store.normalize(now)
         held = list(self.held.values())
         assert sorted((c.record_id, c.new_status) for c in result) == sorted(
@@ -221,7 +335,9 @@ class StoreAgainstReference(RuleBasedStateMachine):
     def resolve(self, data: st.DataObject) -> None:
         assert self.universe is not None
         context = data.draw(contexts(self.universe))
-        expected = reference.resolve(list(self.held.values()), context, tombstones=self.forgets)
+        expected = reference.resolve(
+            list(self.held.values()), context, tombstones=self._tombstones()
+        )
         got = self.store.resolve(context)
         assert _decisions(got) == _decisions(expected)
 
@@ -244,8 +360,21 @@ class StoreAgainstReference(RuleBasedStateMachine):
                 conversation_id=u.conversation_ids[0],
                 scene_id=u.scene_ids[0],
             )
-            expected = reference.resolve(list(self.held.values()), context, tombstones=self.forgets)
+            expected = reference.resolve(
+                list(self.held.values()), context, tombstones=self._tombstones()
+            )
             assert _decisions(self.store.resolve(context)) == _decisions(expected)
+
+    @invariant()
+    def tombstones_hold_the_hashes_of_the_model_messages(self) -> None:
+        stored = {_tombstone_key(t): t for t in self.store.tombstones()}
+        assert stored.keys() == self.forgets.keys()
+        for key, tombstone in stored.items():
+            messages = self.forgets[key].messages
+            assert tombstone.blocked_sources == frozenset(
+                mr.source_hash(tombstone.source_salt, m)  # type: ignore[arg-type]
+                for m in messages
+            )
 
     def teardown(self) -> None:
         self.store.close()
@@ -262,6 +391,15 @@ def _public(record: mr.MemoryRecord) -> dict[str, object]:
 
 def _tombstone_key(t: mr.ForgetTombstone) -> tuple[object, ...]:
     return (scope_id(t.scope), t.key, t.forgotten_at, t.blocks_sources_before, t.user_wide)
+
+
+def _twin(t: mr.ForgetTombstone) -> tuple[object, ...] | None:
+    """What a conversation or scene tombstone shares with the tombstones its
+    ``forget_everywhere`` call wrote beside it (None for another scope)."""
+    conversation = getattr(t.scope, "conversation_id", None)
+    if conversation is None:
+        return None
+    return (t.key, conversation, t.forgotten_at, t.blocks_sources_before)
 
 
 StoreAgainstReference.TestCase.settings = settings(
@@ -682,9 +820,14 @@ def test_prepared_candidates_resolve_as_a_call_does(
     grown = grown.extended(records[2 * split :])
     assert tuple(map(id, grown.records)) == tuple(map(id, records))
     # Told half the tombstones later, with every other record's text erased: as a
-    # store's forget leaves them.
+    # store's forget leaves them. (Not a record a tombstone's hashes block: the message
+    # rule reads its message ids, and a store stores it ``forgotten`` and reads it again.)
     told = len(tombstones) // 2
-    stand_ins = {record.id: _text_erased(record) for record in records[::2]}
+    stand_ins = {
+        record.id: _text_erased(record)
+        for record in records[::2]
+        if not any(reference.cites_blocked_source(record, t) for t in tombstones)
+    }
     forgotten = kernel.prepare(records, tombstones[:told]).forgotten(
         tombstones[told:], tuple(stand_ins.values())
     )

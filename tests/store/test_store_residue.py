@@ -107,6 +107,8 @@ class _Gone:
     ) -> None:
         for column in columns:
             found = planted.get(column, set())
+            if column == _HASHES:
+                continue  # message ids, whose salted hashes ``source_hashes`` finds
             if column == ("record_text", "content_hash"):
                 self.hashes |= found
             else:
@@ -119,6 +121,34 @@ class _Gone:
             raw = store_bytes(directory)
             left += [f"content hash {h.hex()}" for h in self.hashes if h in raw]
         return left
+
+
+#: The tombstones' salted hashes of message ids (``_schema.PRIVATE_COLUMNS``).
+_HASHES = ("tombstones", "blocked_sources")
+#: A salted hash as the store keeps it: 64 lowercase hex digits, in a JSON array.
+_HASH = re.compile(rb'"([0-9a-f]{64})"')
+
+
+def _source_hashes(store: mr.MemoryStore, user: User) -> set[bytes]:
+    """The hashes the store's tombstones hold of the messages ``user``'s owned records
+    cite (read before ``erase_user``, which must leave none of them)."""
+    messages = {
+        m for r in user.records if r.scope.user_id is not None for m in r.source_message_ids
+    }
+    found: set[bytes] = set()
+    for tombstone in store.tombstones():
+        if tombstone.source_salt is None:
+            continue
+        hashes = {mr.source_hash(tombstone.source_salt, m) for m in messages}
+        found |= {h.encode() for h in hashes & tombstone.blocked_sources}
+    return found
+
+
+def _unheld_hashes(directory: Path, store: mr.MemoryStore) -> list[str]:
+    """Salted hashes the store's files hold that no tombstone holds now: a stale copy. (A
+    tombstone's set only grows, but for ``erase_user``, which compacts the file.)"""
+    held = {h.encode() for t in store.tombstones() for h in t.blocked_sources}
+    return sorted(h.decode() for h in set(_HASH.findall(store_bytes(directory))) - held)
 
 
 def _forget_text(gone: _Gone, records: list[mr.MemoryRecord]) -> None:
@@ -172,6 +202,7 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
                 store = mr.MemoryStore(path, shared_conversations=True)
                 continue
             held = {r.id for r in store.records()} if operation == "erase_user" else set()
+            hashes = _source_hashes(store, users[argument]) if operation == "erase_user" else set()
             result = play(store, operation, argument)
             if operation in ("add", "add_arrow"):
                 # Stored without text (stored ``forgotten``, or a tombstone blocks it).
@@ -187,6 +218,9 @@ def test_nothing_erased_survives_in_any_file_once_the_call_returns(
                 _forget_text(gone, [by_id[record_id] for record_id in result])
             elif operation == "erase_user":
                 _forget_user(gone, users[argument], _registered(), store, held)
+                gone.hashes |= hashes  # of its messages, under every salt (seeds 1, 2 hold some)
+                unheld = _unheld_hashes(tmp_path, store)
+                assert not unheld, f"after operation {number} (erase_user): {unheld[:5]}"
             else:
                 continue
             erasures += 1
@@ -279,6 +313,8 @@ def test_a_crash_at_any_point_leaves_nothing_erased_once_reopened(
     left = text_gone.left_in(tmp_path)
     assert not left, f"killed at operation {target}; text left after reopening: {left[:5]}"
     assert store.wipe() is True
+    unheld = _unheld_hashes(tmp_path, store)
+    assert not unheld, f"killed at operation {target}; hashes left after wipe(): {unheld[:5]}"
     store.close()
     left = ids_gone.left_in(tmp_path)
     assert not left, f"killed at operation {target}; left after wipe(): {left[:5]}"

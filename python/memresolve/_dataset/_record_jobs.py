@@ -49,7 +49,13 @@ from memresolve._dataset._owned import OwnedDirectory, job_directories
 from memresolve._dataset._publish import publish
 from memresolve._dataset._sources import Source
 from memresolve._dataset._spill import IdBuckets, Parts
-from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
+from memresolve._io import (
+    canonical,
+    canonical_schema,
+    lists_an_item,
+    pyarrow_module,
+    read_columns,
+)
 from memresolve._model import arguments, check
 from memresolve.errors import (
     BackendUnavailableError,
@@ -234,12 +240,13 @@ def normalize_dataset(
             },
         )
         forgets, n_tombstones = read_tombstones(run, tombstones)
-        source = Source(records, "records", read_columns("records", False))
+        cited = lists_an_item(forgets.column("blocked_sources"))
+        source = Source(records, "records", read_columns("records", False, cited=cited))
         estimate = source.estimated_bytes()
         count = _normalize_parts(estimate, parts, run)
         check_spill_room(run.spill, estimate, compression, count)
         home, copies, read = _split_by_id(source, count, micros, run, compression)
-        _normalize_each(home, copies, micros=micros, forgets=forgets, run=run)
+        _normalize_each(home, copies, micros=micros, forgets=forgets, run=run, cited=cited)
         if run.written == 0:
             schema = canonical_schema("records", False)
             empty = run.native.normalize_batch(
@@ -288,7 +295,7 @@ def _split_by_id(
         return run.native.route_by_id(batch, offset, count, micros)
 
     for _, batch, routed in source.checked(route):
-        rows = canonical(batch, "records", False)
+        rows = canonical(batch, "records", False, cited=source.reads("source_message_ids"))
         home.add_routed(rows, routed[0], routed[1])
         copies.add_routed(rows, routed[2], routed[3])
         ids.add(routed[4], read)
@@ -301,10 +308,12 @@ def _split_by_id(
     return home, copies, read
 
 
-def _normalize_each(home: Parts, copies: Parts, *, micros: int, forgets: Any, run: _Run) -> None:
+def _normalize_each(
+    home: Parts, copies: Parts, *, micros: int, forgets: Any, run: _Run, cited: bool
+) -> None:
     """Normalises part after part, writing each part's own changes."""
     pa = pyarrow_module()
-    schema = canonical_schema("records", False)
+    schema = canonical_schema("records", False, cited=cited)
     count = home.parts
     for part in range(count):
         own = home.table(part, schema)

@@ -178,6 +178,8 @@ class _Job:
     cleanup: ExitStack
     #: How spill files are compressed (None: not at all).
     compression: str | None
+    #: Whether records carry ``source_message_ids``: a tombstone may carry hashes.
+    cited: bool = False
     schemas: dict[str, Any] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DECISION_NAMES, 0))
     resolved: int = 0
@@ -210,12 +212,12 @@ class _Job:
 
     def read(self, source: Source, parts: _PartSet, target: Parts, ids: IdBuckets | None) -> int:
         """Reads, checks and routes every batch of ``source``; returns its rows."""
-        with_values = self.options["with_values"]
-        self.schemas[source.what] = canonical_schema(source.what, with_values)
+        with_values, cited = self.options["with_values"], self.cited
+        self.schemas[source.what] = canonical_schema(source.what, with_values, cited=cited)
         read = 0
         total = source.total_rows()
         for _, batch, routed in source.checked(getattr(parts.router, source.what)):
-            parts.route(target, canonical(batch, source.what, with_values), routed)
+            parts.route(target, canonical(batch, source.what, with_values, cited=cited), routed)
             if ids is not None:
                 ids.add(routed[2], read)
             read += batch.num_rows
@@ -496,6 +498,7 @@ def resolve_dataset(
             progress,
             cleanup,
             compression,
+            cited=record_source.reads("source_message_ids"),  # the tombstones' hashes decided
             total_parts=count,
         )
         cleanup.callback(job.stop)  # before the partial output is removed
@@ -542,12 +545,18 @@ def resolve_dataset(
 def _sources(
     records: object, contexts: object, tombstones: object | None, *, with_values: bool
 ) -> tuple[Source, Source, Source | None]:
-    return (
-        Source(records, "records", read_columns("records", with_values)),
-        Source(contexts, "contexts", read_columns("contexts", with_values)),
+    """The three inputs. Records carry ``source_message_ids`` only when a tombstone may
+    carry hashes (``Source.may_list``): resolution reads them only then."""
+    forgets = (
         None
         if tombstones is None
-        else Source(tombstones, "tombstones", read_columns("tombstones", with_values)),
+        else Source(tombstones, "tombstones", read_columns("tombstones", with_values))
+    )
+    cited = forgets is not None and forgets.may_list("blocked_sources")
+    return (
+        Source(records, "records", read_columns("records", with_values, cited=cited)),
+        Source(contexts, "contexts", read_columns("contexts", with_values)),
+        forgets,
     )
 
 

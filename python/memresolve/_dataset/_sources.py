@@ -19,6 +19,7 @@ from memresolve._io import (
     ParquetInput,
     arrow_source,
     column_names,
+    lists_an_item,
     mended,
     parquet_files,
     plain,
@@ -92,6 +93,41 @@ class Source:
         except InvalidInputError as error:  # the first file's fault: named with it
             raise (in_file(self._dataset[0].name, error) if self._dataset else error) from None
         self.columns = [name for name in columns if name in present]
+
+    def reads(self, column: str) -> bool:
+        """Whether ``column`` is among the columns this input reads (from every file that
+        has it; a file without it reads it as null)."""
+        return column in self.wanted
+
+    def may_list(self, column: str) -> bool:
+        """Whether some row of the list ``column`` holds an item, found before the rows the
+        job reads: in files and in memory, from that column alone (each file with its own
+        columns; read again later, and checked then); a stream is read whole here and
+        replayed (an input read whole by every part anyway: the tombstones)."""
+        pa = pyarrow_module()
+        if self._table is not None:
+            return column in self.columns and lists_an_item(self._table.column(column))
+        if self._dataset is None:
+            if column not in self.columns:
+                return False
+            held = list(iter(self._next_batch, None))
+            self._stream = pa.RecordBatchReader.from_batches(self.schema, held)
+            return any(
+                lists_an_item(
+                    validated(plain(mended(b.select([column])), self.what), self.what).column(0)
+                )
+                for b in held
+            )
+        try:
+            for file in self._dataset:
+                if column in self._columns_of(file.metadata) and any(
+                    lists_an_item(batch.column(0))
+                    for batch in file.batches([column], self.batch_rows())
+                ):
+                    return True
+        except InvalidInputError:
+            return True  # reported in its turn, when the input is read
+        return False
 
     @property
     def is_files(self) -> bool:
@@ -175,18 +211,21 @@ class Source:
                 raise (error if error.file else in_file(name, error)) from None
             rows += offset
 
+    def _next_batch(self) -> Any:
+        """The stream's next batch (None at its end); a failure of the stream is named."""
+        try:
+            return self._stream.read_next_batch()
+        except StopIteration:
+            return None
+        except Exception as exc:  # whatever the stream raised
+            raise stream_failed(self.what, exc) from exc
+
     def _stream_batches(self) -> Iterator[tuple[str, int, Any]]:
         self._files.append((STREAM, 0))
         offset = 0
-        while True:
-            try:
-                batch = self._stream.read_next_batch()
-            except StopIteration:
-                return
-            except Exception as exc:  # whatever the stream raised
-                raise stream_failed(self.what, exc) from exc
+        for read in iter(self._next_batch, None):
             # Mended for the spill: each batch is written to an IPC file as it is.
-            selected = mended(batch.select(self.columns), to_spill=True)
+            selected = mended(read.select(self.columns), to_spill=True)
             batch = validated(plain(selected, self.what), self.what)
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 piece = batch.slice(start, BATCH_ROWS)

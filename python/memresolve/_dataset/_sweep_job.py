@@ -20,7 +20,13 @@ from memresolve._dataset._publish import publish
 from memresolve._dataset._record_jobs import JobSummary, read_tombstones, start
 from memresolve._dataset._sources import Source, in_file
 from memresolve._dataset._spill import IdBuckets
-from memresolve._io import canonical, canonical_schema, pyarrow_module, read_columns
+from memresolve._io import (
+    canonical,
+    canonical_schema,
+    lists_an_item,
+    pyarrow_module,
+    read_columns,
+)
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = ["forget_sweep_dataset"]
@@ -65,7 +71,8 @@ def forget_sweep_dataset(
             },
         )
         forgets, n_tombstones = read_tombstones(run, tombstones)
-        source = Source(records, "records", read_columns("records", False))
+        cited = lists_an_item(forgets.column("blocked_sources"))
+        source = Source(records, "records", read_columns("records", False, cited=cited))
         ids = IdBuckets("records", run.spill)
         cleanup.callback(ids.close)
         read = batches = 0
@@ -76,7 +83,8 @@ def forget_sweep_dataset(
         for name, batch, routed in source.checked(route):
             ids.add(routed[4], read)
             try:
-                purged = run.native.forget_sweep_batch(canonical(batch, "records", False), forgets)
+                rows = canonical(batch, "records", False, cited=cited)
+                purged = run.native.forget_sweep_batch(rows, forgets)
             except InvalidInputError as error:
                 # The router checked every rule but uniqueness, which the sweep checks within
                 # the batch: the whole input's check below names the file and the row in it.
@@ -91,7 +99,7 @@ def forget_sweep_dataset(
         source.refuse_repeats(ids.first_repeat(), "id")
         if run.written == 0:
             empty = pyarrow_module().Table.from_batches(
-                [], schema=canonical_schema("records", False)
+                [], schema=canonical_schema("records", False, cited=cited)
             )
             run.write(run.native.forget_sweep_batch(empty, forgets), "cause")
         run.note_spill()

@@ -75,12 +75,7 @@ def explain_in(
             return Explanation(record.id, outcome, detail=detail)
         case Reason.FORGOTTEN:
             blocking = tuple(t for t in tombstones if reference.blocked_by_tombstone(record, (t,)))
-            detail = (
-                f"a tombstone on key {record.key!r} blocks evidence up to "
-                f"{max(t.blocks_sources_before for t in blocking).isoformat()}"
-                if blocking
-                else "its stored status is forgotten"
-            )
+            detail = _forgotten_detail(record, blocking)
             return Explanation(record.id, outcome, forgotten_by=blocking, detail=detail)
         case Reason.SUPERSEDED:
             by = tuple(
@@ -106,3 +101,15 @@ def explain_in(
             )
         case _:
             raise InternalError(f"no explanation for outcome {outcome!r}")
+
+
+def _forgotten_detail(record: MemoryRecord, blocking: tuple[ForgetTombstone, ...]) -> str:
+    """Why ``record`` is forgotten: the latest bound that blocks its evidence, or a message
+    it cites (never named: message ids are private), or its stored status."""
+    by_time = [t for t in blocking if reference.evidence_time(record) <= t.blocks_sources_before]
+    if by_time:
+        latest = max(t.blocks_sources_before for t in by_time)
+        return f"a tombstone on key {record.key!r} blocks evidence up to {latest.isoformat()}"
+    if blocking:
+        return f"a tombstone on key {record.key!r} blocks a message it cites"
+    return "its stored status is forgotten"

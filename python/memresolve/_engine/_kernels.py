@@ -7,6 +7,7 @@ benchmarks take either backend's by name; the facade uses ``SELECTED`` and ``SEL
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, cast
 
@@ -19,6 +20,7 @@ from memresolve._model import (
     RawResolution,
     Resolution,
     RetrievalContext,
+    Status,
     check,
     check_records,
     check_tombstone_scope,
@@ -89,19 +91,33 @@ class Kernel(Protocol):
 
 
 class _ReferencePrepared:
-    __slots__ = ("_tombstones", "records")
+    """The reference's prepared set: the candidates as given (what it answers with), and
+    the records it decides on. They differ only after ``forgotten``: a stand-in has its
+    message ids erased, so a candidate the messages it cited blocked would be blocked no
+    more; it is decided as stored ``forgotten`` instead (an active record that a
+    tombstone blocks is excluded, and bears its edge, exactly as one stored
+    ``forgotten``), as the native set keeps a flag per row."""
+
+    __slots__ = ("_deciding", "_tombstones", "records")
 
     def __init__(
-        self, records: tuple[object, ...], tombstones: tuple[ForgetTombstone, ...]
+        self,
+        records: tuple[object, ...],
+        tombstones: tuple[ForgetTombstone, ...],
+        deciding: tuple[MemoryRecord, ...] | None = None,
     ) -> None:
         check_records(records)
         for row, tombstone in enumerate(tombstones):
             check_tombstone_scope(tombstone, row)
         self.records = cast("tuple[MemoryRecord, ...]", records)
         self._tombstones = tombstones
+        self._deciding = self.records if deciding is None else deciding
 
     def extended(self, records: tuple[object, ...]) -> Prepared:
-        return _ReferencePrepared((*self.records, *records), self._tombstones)
+        added = cast("tuple[MemoryRecord, ...]", records)
+        return _ReferencePrepared(
+            (*self.records, *records), self._tombstones, (*self._deciding, *added)
+        )
 
     def forgotten(
         self, tombstones: tuple[ForgetTombstone, ...], records: tuple[object, ...]
@@ -116,10 +132,40 @@ class _ReferencePrepared:
             raise InternalError(
                 "a stand-in record is no candidate's, or differs from it in what resolution reads"
             )
-        return _ReferencePrepared(replaced, (*self._tombstones, *tombstones))
+        every = (*self._tombstones, *tombstones)
+        deciding = tuple(
+            _decided_as_forgotten(new)
+            if new is not old and _blocked_by_sources(decider, every)
+            else (decider if new is old else new)
+            for old, new, decider in zip(self.records, replaced, self._deciding, strict=True)
+        )
+        return _ReferencePrepared(replaced, every, deciding)
 
     def resolve_rows(self, context: RetrievalContext) -> RawResolution:
-        return reference.resolve_rows(self.records, context, self._tombstones)
+        raw = reference.resolve_rows(self._deciding, context, self._tombstones)
+        if self._deciding is self.records:
+            return raw
+        row_of = {id(record): row for row, record in enumerate(self._deciding)}
+        return raw._replace(active=tuple(self.records[row_of[id(r)]] for r in raw.active))
+
+
+def _blocked_by_sources(record: MemoryRecord, tombstones: tuple[ForgetTombstone, ...]) -> bool:
+    """Some tombstone on its key that reaches its scope holds a hash of a message it cites."""
+    return record.status is Status.FORGOTTEN or any(
+        tombstone.key == record.key
+        and reference.reaches(tombstone, record.scope)
+        and reference.cites_blocked_source(record, tombstone)
+        for tombstone in tombstones
+    )
+
+
+def _decided_as_forgotten(stand_in: MemoryRecord) -> MemoryRecord:
+    """What ``stand_in`` is decided as once its erased messages no longer block it: stored
+    ``forgotten`` when it is stored ``active`` (any other status excludes it at stage 2,
+    before stage 3)."""
+    if stand_in.status is not Status.ACTIVE:
+        return stand_in
+    return dataclasses.replace(stand_in, status=Status.FORGOTTEN)
 
 
 def _read_by_resolution(record: MemoryRecord) -> tuple[object, ...]:

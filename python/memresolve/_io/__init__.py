@@ -22,7 +22,7 @@ from memresolve._io._arrow_input import (
     stream_failed,
     validated,
 )
-from memresolve._io._canonical import canonical, canonical_schema, read_columns
+from memresolve._io._canonical import canonical, canonical_schema, lists_an_item, read_columns
 from memresolve._io._jsonl import (
     context_to_json,
     read_contexts,
@@ -44,6 +44,7 @@ __all__ = [
     "context_to_json",
     "contexts_from_arrow",
     "contexts_to_arrow",
+    "lists_an_item",
     "mended",
     "native_input",
     "parquet_files",

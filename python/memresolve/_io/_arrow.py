@@ -17,7 +17,8 @@ zone, any unit). Optional: ``status`` (default ``active``), ``version``
 (signed integer of at most 64 bits, default 1), ``valid_until``,
 ``observed_at`` (nullable timestamps with a time zone), ``supersedes``
 (nullable string), ``confidence`` (float, finite, 0 to 1), ``value`` (string)
-and ``source_message_ids`` (list of strings), which resolution never reads;
+and ``source_message_ids`` (list of strings), which resolution reads only when a
+tombstone carries hashes (and then after the tables, as the native reader does);
 the converters (``records_from_arrow``) require ``value`` and ``confidence``.
 
 ``contexts``: ``context_id`` (string, unique), ``now`` (timestamp with a time
@@ -29,8 +30,10 @@ conversation is ``inconsistent``).
 ``tombstones``: ``key``, ``scope_kind`` and its ids as for records,
 ``forgotten_at`` and ``blocks_sources_before`` (timestamps with a time zone,
 each optional but one per row; a missing one equals the other; the bound may
-not be later than ``forgotten_at``), and ``user_wide`` (optional bool, null
-false; true only on a ``user`` scope).
+not be later than ``forgotten_at``), ``user_wide`` (optional bool, null
+false; true only on a ``user`` scope), ``source_salt`` (optional string, lowercase
+hex) and ``blocked_sources`` (optional list of strings, the salted hashes; not
+empty only with a salt).
 
 Strings may be ``string``, ``large_string``, ``string_view`` or dictionary
 encoded; a column of the Arrow ``null`` type reads as all null; input may be
@@ -53,6 +56,7 @@ from memresolve._io._arrow_reader import (
     read_records_table,
     read_tombstones_table,
     read_values_table,
+    with_cited_messages,
 )
 from memresolve._model import (
     DECISION_NAMES,
@@ -89,6 +93,7 @@ __all__ = [
     "status_change_table",
     "tombstones_from_arrow",
     "tombstones_to_arrow",
+    "with_cited_messages",
 ]
 
 
@@ -200,6 +205,11 @@ def tombstones_to_arrow(tombstones: Iterable[ForgetTombstone]) -> pa.Table:
                 [to_micros(t.blocks_sources_before) for t in rows], pa.int64()
             ).cast(timestamp),
             "user_wide": pa.array([t.user_wide for t in rows], pa.bool_()),
+            "source_salt": pa.array([t.source_salt for t in rows], string),
+            "blocked_sources": pa.array(
+                [sorted(t.blocked_sources) if t.blocked_sources else None for t in rows],
+                pa.list_(string),
+            ),
         }
     )
 

@@ -8,6 +8,7 @@ row and the kind of problem, as the native reader does (``docs/spec.md`` §5.2).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ from memresolve._model import (
     Scope,
     ScopeKind,
     Status,
+    Subject,
+    check_blocked_sources,
+    check_source_salt,
     from_micros,
     make_scope,
 )
@@ -43,6 +47,7 @@ __all__ = [
     "read_records_table",
     "read_tombstones_table",
     "read_values_table",
+    "with_cited_messages",
 ]
 
 _REQUIRED = "is null; a value is required"
@@ -189,6 +194,44 @@ class _Reader:
             )
         bools: list[bool | None] = values.to_pylist()
         return bools
+
+    def text_lists(self, column: str) -> list[tuple[str, ...]]:
+        """An optional column of string lists, one tuple per row (a null row, or an absent
+        column, reads as empty); a null or empty string in a list names its row."""
+        pa = pyarrow_module()
+        if not self.has(column):
+            return [()] * self.rows
+        values = self._column(column)
+        kind = values.type
+        if pa.types.is_null(kind):
+            return [()] * self.rows
+        item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
+        if item is None or not (
+            pa.types.is_string(item)
+            or pa.types.is_large_string(item)
+            or _is_string_view(item)
+            or pa.types.is_null(item)
+        ):
+            raise self.fail(
+                column, ErrorKind.WRONG_TYPE, f"must be a list of strings column, got {kind}"
+            )
+        lists: list[tuple[str, ...]] = []
+        for row, items in enumerate(self.validated(column, values).to_pylist()):
+            if items is None:
+                lists.append(())
+                continue
+            for item_text in items:
+                if item_text is None:
+                    raise self.fail(column, ErrorKind.MALFORMED, "holds a null item", row)
+                if not item_text:
+                    raise self.fail(
+                        column,
+                        ErrorKind.EMPTY,
+                        "holds an empty string; items are non-empty strings",
+                        row,
+                    )
+            lists.append(tuple(items))
+        return lists
 
     def integers(self, column: str) -> list[int]:
         pa = pyarrow_module()
@@ -441,10 +484,16 @@ def read_tombstones_table(data: object) -> list[ForgetTombstone]:
     bounds = reader.optional_instants(_BOUND)
     forgotten = reader.optional_instants(_FORGOTTEN)
     user_wide = reader.optional_bools(_USER_WIDE)
+    salts = (
+        reader.text(_SALT, required=False, nonempty=False)
+        if reader.has(_SALT)
+        else [None] * reader.rows
+    )
+    hashes = reader.text_lists(_HASHES)
     scopes = reader.scopes(kinds, scope_ids)
     tombstones = []
-    for row, (key, scope, bound, at, wide) in enumerate(
-        zip(keys, scopes, bounds, forgotten, user_wide, strict=True)
+    for row, (key, scope, bound, at, wide, salt, listed) in enumerate(
+        zip(keys, scopes, bounds, forgotten, user_wide, salts, hashes, strict=True)
     ):
         if bound is not None and at is not None and bound > at:
             raise reader.fail(
@@ -468,16 +517,63 @@ def read_tombstones_table(data: object) -> list[ForgetTombstone]:
                 "tombstone is on the user's scope",
                 row,
             )
+        _check_sources(reader, row, salt, listed)
         tombstones.append(
             ForgetTombstone(
-                key=key,  # type: ignore[arg-type]
+                key=key,
                 scope=scope,
                 forgotten_at=_instant(bound if at is None else at),  # type: ignore[arg-type]
                 blocks_sources_before=_instant(at if bound is None else bound),  # type: ignore[arg-type]
                 user_wide=bool(wide),
+                source_salt=salt if listed or salt is not None else None,
+                blocked_sources=frozenset(listed),
             )
         )
     return tombstones
+
+
+def _check_sources(reader: _Reader, row: int, salt: str | None, listed: tuple[str, ...]) -> None:
+    """A row's salt and hashes, by the rules of the Python fields and in their order (the
+    salt, the hashes, then hashes without a salt), reported as the native reader does."""
+    subject = Subject("tombstones")
+    if salt is not None:
+        try:
+            check_source_salt(salt, subject)
+        except InvalidInputError:
+            raise reader.fail(
+                _SALT,
+                ErrorKind.MALFORMED,
+                "must be 16 to 64 bytes as lowercase hex (32 to 128 digits)",
+                row,
+            ) from None
+    try:
+        check_blocked_sources(listed, subject)
+    except InvalidInputError:
+        raise reader.fail(
+            _HASHES,
+            ErrorKind.MALFORMED,
+            "must hold SHA-256 digests as 64 lowercase hex digits",
+            row,
+        ) from None
+    if listed and salt is None:
+        raise reader.fail(
+            _SALT,
+            ErrorKind.MISSING,
+            "is null but blocked_sources is not empty (the hashes were made with a salt)",
+            row,
+        )
+
+
+def with_cited_messages(records: list[MemoryRecord], data: object) -> list[MemoryRecord]:
+    """``records`` (read without their sources) with the ``source_message_ids`` of the
+    records table ``data``: read only when a tombstone carries hashes (``docs/spec.md``
+    §4.1), after the tables, as the native reader reads it."""
+    reader = _Reader(as_table(data, "records"), "records")
+    cited = reader.text_lists("source_message_ids")
+    return [
+        record if not messages else dataclasses.replace(record, source_message_ids=messages)
+        for record, messages in zip(records, cited, strict=True)
+    ]
 
 
 def read_values_table(data: object) -> tuple[list[str], list[float]]:
@@ -499,3 +595,5 @@ def read_values_table(data: object) -> tuple[list[str], list[float]]:
 _BOUND = "blocks_sources_before"
 _FORGOTTEN = "forgotten_at"
 _USER_WIDE = "user_wide"
+_SALT = "source_salt"
+_HASHES = "blocked_sources"

@@ -209,12 +209,24 @@ def tombstone_to_json(tombstone: ForgetTombstone) -> JsonObject:
     # rather than reading it as a tombstone of the user scope alone.
     if tombstone.user_wide:
         line["user_wide"] = True
+    # Likewise only when set: the salt, and the hashes sorted (a set has no order).
+    if tombstone.source_salt is not None:
+        line["source_salt"] = tombstone.source_salt
+    if tombstone.blocked_sources:
+        line["blocked_sources"] = sorted(tombstone.blocked_sources)
     return line
 
 
 def tombstone_from_json(obj: object) -> ForgetTombstone:
     subject = Subject("tombstone")
-    fields = _fields(obj, subject, _TOMBSTONE_REQUIRED, ("blocks_sources_before", "user_wide"))
+    fields = _fields(
+        obj,
+        subject,
+        _TOMBSTONE_REQUIRED,
+        ("blocks_sources_before", "user_wide", "source_salt", "blocked_sources"),
+    )
+    # The array's shape first, as a record's ``source_message_ids`` (spec §5.2).
+    hashes = _hash_list(fields.get("blocked_sources"), subject)
     return ForgetTombstone(
         key=fields["key"],
         scope=scope_from_json(fields["scope"], subject),
@@ -224,7 +236,24 @@ def tombstone_from_json(obj: object) -> ForgetTombstone:
         ),
         # Absent or null: false, as a null cell of the Arrow column.
         user_wide=False if fields.get("user_wide") is None else fields["user_wide"],
+        # Absent or null: none.
+        source_salt=fields.get("source_salt"),
+        blocked_sources=hashes,  # type: ignore[arg-type]
     )
+
+
+def _hash_list(value: object, subject: Subject) -> list[object]:
+    """A tombstone's ``blocked_sources``: a JSON array (null: none); its items are checked
+    by the tombstone, in the order of its fields."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        subject.fail(
+            "blocked_sources",
+            ErrorKind.WRONG_TYPE,
+            f"must be an array of strings, got {json_type_name(value)}",
+        )
+    return value
 
 
 # Files ------------------------------------------------------------------------------------

@@ -21,6 +21,12 @@ from memresolve._model._scopes import (
     Scope,
     UserScope,
 )
+from memresolve._model._sources import (
+    check_blocked_sources,
+    check_source_salt,
+    hashes_of,
+    new_source_salt,
+)
 from memresolve._model._validate import Subject
 from memresolve.errors import ErrorKind, InvalidInputError
 
@@ -157,6 +163,13 @@ class ForgetTombstone:
     owns besides its user scope: its characters, and its owned conversations
     and scenes, those created later included; never an unowned one
     (``docs/spec.md`` §1.5).
+
+    ``blocked_sources`` holds salted hashes of the message ids the forgotten
+    value came from (``source_salt`` is the salt; ``blocking_sources`` adds
+    some): a record with the key in a scope the tombstone reaches that cites
+    any of those messages is forgotten too, whatever its times, so a summary
+    re-stating the value from the same message stays forgotten. Message ids are
+    never kept in clear.
     """
 
     key: str
@@ -164,6 +177,10 @@ class ForgetTombstone:
     forgotten_at: datetime
     blocks_sources_before: datetime = field(default=None)  # type: ignore[assignment]
     user_wide: bool = False
+    source_salt: str | None = None
+    # Hashes of the user's message ids: with the salt beside them, a guessed id can be
+    # checked. Not shown, as a record's message ids are not.
+    blocked_sources: frozenset[str] = field(default=frozenset(), repr=False)
 
     def __post_init__(self) -> None:
         key = check.text(_given(self.key, Subject("tombstone"), "key"), Subject("tombstone"), "key")
@@ -200,14 +217,45 @@ class ForgetTombstone:
                 f"is True with a {scope.kind.value} scope; a user-wide tombstone is on the "
                 "user's scope (UserScope)",
             )
+        salt = None if self.source_salt is None else check_source_salt(self.source_salt, subject)
+        object.__setattr__(self, "source_salt", salt)
+        hashes = check_blocked_sources(self.blocked_sources, subject)
+        if hashes and salt is None:
+            subject.fail(
+                "source_salt",
+                ErrorKind.MISSING,
+                "is None but blocked_sources is not empty (the hashes were made with a salt;"
+                " blocking_sources() makes both)",
+            )
+        object.__setattr__(self, "blocked_sources", hashes)
+
+    def blocking_sources(self, message_ids: Iterable[str]) -> ForgetTombstone:
+        """This tombstone, also blocking records that cite any of ``message_ids``.
+
+        The ids are hashed with the tombstone's salt (a fresh one when it has
+        none); the hashes join ``blocked_sources``.
+
+        Raises:
+            InvalidInputError: ``message_ids`` is not an iterable of non-empty str.
+        """
+        subject = Subject(f"tombstone for key {self.key!r}")
+        checked = check.text_tuple(message_ids, subject, "message_ids")
+        salt = new_source_salt() if self.source_salt is None else self.source_salt
+        return dataclasses.replace(
+            self,
+            source_salt=salt,
+            blocked_sources=self.blocked_sources | hashes_of(salt, checked),
+        )
 
     def __setstate__(self, state: object) -> None:
-        # The state is the fields in order (dataclass slots); pickles of 0.1 hold four:
-        # the fifth, ``user_wide``, then takes its default.
+        # The state is the fields in order (dataclass slots); pickles of 0.1 hold four
+        # and of 0.2's first builds five: the later fields then take their defaults.
         names = [each.name for each in dataclasses.fields(self)]
-        if not isinstance(state, list | tuple) or len(state) not in (4, 5):
+        defaults: tuple[object, ...] = (False, None, frozenset())
+        if not isinstance(state, list | tuple) or not 4 <= len(state) <= len(names):
             raise TypeError(f"ForgetTombstone: cannot restore from a {type(state).__name__}")
-        for name, value in zip(names, (*state, False)[:5], strict=True):
+        filled = (*state, *defaults[len(state) - 4 :])
+        for name, value in zip(names, filled, strict=True):
             object.__setattr__(self, name, value)
 
 

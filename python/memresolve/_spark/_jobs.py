@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memresolve._io import read_columns
+from memresolve._io import lists_an_item, read_columns
 from memresolve._model import check
 from memresolve._spark._plan import (
     checked_partitions,
@@ -68,6 +68,15 @@ def _collected(tombstones: DataFrame | None) -> pa.Table | None:
     return table
 
 
+def _cite(forgets: pa.Table | None) -> bool:
+    """Whether a collected tombstone carries hashes: records' messages are read then."""
+    return (
+        forgets is not None
+        and "blocked_sources" in forgets.column_names
+        and lists_an_item(forgets.column("blocked_sources"))
+    )
+
+
 def normalize(
     records: DataFrame,
     *,
@@ -96,8 +105,8 @@ def normalize(
         dataframe(tombstones, "tombstones")
     moment = check.instant(now, check.Subject("argument"), "now")
     checked_partitions(partitions)
-    columns = present(records, read_columns("records", False))
     forgets = _collected(tombstones)
+    columns = present(records, read_columns("records", False, cited=_cite(forgets)))
     job_kernels.SELECTED_JOBS.normalize_batch(
         empty_table(records, columns), now=moment, tombstones=forgets
     )
@@ -192,8 +201,8 @@ def forget_sweep(records: DataFrame, tombstones: DataFrame | None = None) -> Dat
     dataframe(records, "records")
     if tombstones is not None:
         dataframe(tombstones, "tombstones")
-    columns = present(records, read_columns("records", False))
     forgets = _collected(tombstones)
+    columns = present(records, read_columns("records", False, cited=_cite(forgets)))
     job_kernels.SELECTED_JOBS.forget_sweep_batch(empty_table(records, columns), forgets)
     schema = forget_sweep_schema()
     swept = records.select(*columns).mapInArrow(

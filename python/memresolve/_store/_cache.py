@@ -9,10 +9,12 @@ added to the ready candidates of the contexts that see their scope (``Prepared.e
 the native set grows by the new rows, it is not prepared again), unless there are so many
 that preparing again costs less. A forget is applied the same way (``Prepared.forgotten``:
 the tombstone raises its group's bound, and the records it erased take their stored
-records' places). An erasure drops only what its user's contexts see, ``normalize`` only
-the scopes whose statuses it wrote (and the contexts that see them): other users' turns
-stay ready. Another process's commit clears everything (this process cannot tell what it
-changed).
+records' places); a forget or add that stores a record ``forgotten`` by a tombstone's
+message hashes, or grows the hashes of a stored tombstone, drops the scopes it changed
+instead (``_forgetting``, ``_writes``). An erasure drops only what its user's contexts
+see, ``normalize`` only the scopes whose statuses it wrote (and the contexts that see
+them): other users' turns stay ready. Another process's commit clears everything (this
+process cannot tell what it changed).
 """
 
 from __future__ import annotations

@@ -350,7 +350,7 @@ class MemoryStore:
         Returns the ids erased now, sorted."""
         tombstone = forgetting.user_wide(user_id, key, at, blocks_sources_before)
         with self._core.writing(erases=True) as connection:
-            return forgetting.store_user_wide(connection, self._core.cache, tombstone)
+            return forgetting.store_tombstones(connection, self._core.cache, (tombstone,))
 
     def _forget(self, tombstones: Sequence[ForgetTombstone]) -> tuple[str, ...]:
         with self._core.writing(erases=True) as connection:

@@ -67,6 +67,12 @@ VERSION_2_RECORD_COLUMNS: Final = (
 )
 
 
+#: The columns of version 1 to 4's ``tombstones``.
+_VERSION_4_TOMBSTONE_COLUMNS: Final = schema.TOMBSTONE_COLUMNS[
+    : schema.TOMBSTONE_COLUMNS.index("user_wide")
+]
+
+
 def _run(connection: sqlite3.Connection, script: str) -> None:
     # Statement by statement: ``executescript`` would commit the migration's transaction.
     for statement in script.split(";"):
@@ -155,13 +161,29 @@ def _keep_sharing_conversations(connection: sqlite3.Connection) -> bool:
         "CREATE TABLE tombstones"
         + schema.TABLES.split("CREATE TABLE tombstones")[1].split("CREATE TABLE erasures")[0],
     )
-    kept = ",".join(name for name in schema.TOMBSTONE_COLUMNS if name != "user_wide")
+    kept = ",".join(_VERSION_4_TOMBSTONE_COLUMNS)
     connection.execute(
         f"INSERT INTO tombstones ({kept}, user_wide) SELECT {kept}, 0 FROM tombstones_version_4"
     )
     moved = connection.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
     connection.execute("DROP TABLE tombstones_version_4")
     return bool(moved)
+
+
+def _add_source_hashes(connection: sqlite3.Connection) -> bool:
+    """Version 6: each tombstone's salt and its salted hashes of the message ids it blocks
+    (``tombstones.source_salt``, ``blocked_sources``). A tombstone of an older file has
+    none (salt null, no hashes): it blocks by its bound alone, as it did; the messages of
+    records erased before the migration are gone and cannot be hashed now. Adding columns
+    moves no row."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(tombstones)")}
+    # A file from before version 5 got the current ``tombstones`` table in step 4.
+    if "source_salt" not in columns:
+        connection.execute("ALTER TABLE tombstones ADD COLUMN source_salt TEXT")
+        connection.execute(
+            "ALTER TABLE tombstones ADD COLUMN blocked_sources TEXT NOT NULL DEFAULT '[]'"
+        )
+    return False
 
 
 #: ``STEPS[n]`` takes a file from schema version ``n`` to ``n + 1``; each returns whether
@@ -171,6 +193,7 @@ STEPS: Final[Mapping[int, Callable[[sqlite3.Connection], bool]]] = {
     2: _split_private_text,
     3: _keep_first_public_hashes,
     4: _keep_sharing_conversations,
+    5: _add_source_hashes,
 }
 assert sorted(STEPS) == list(range(1, schema.SCHEMA_VERSION))
 

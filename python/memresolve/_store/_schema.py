@@ -69,7 +69,7 @@ __all__ = [
     "tombstone_row",
 ]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 
 _INSTANTS: Final = ("valid_from", "valid_until", "observed_at")
 #: The native record storage and its row builder, when the compiled core is in use.
@@ -95,6 +95,8 @@ TOMBSTONE_COLUMNS: Final = (
     "forgotten_at",
     "blocks_sources_before",
     "user_wide",
+    "source_salt",
+    "blocked_sources",
 )
 
 #: The tables of the current schema, as created. ``records.row`` is an explicit
@@ -102,7 +104,14 @@ TOMBSTONE_COLUMNS: Final = (
 #: ``record_text`` row. ``records.public_hash`` is null but on a record not yet erased
 #: whose ``supersedes`` ``erase_user`` removed: it holds that record's ``erased_hash`` as
 #: first added (the edge included), which the row can no longer give and its erasure
-#: stores (a retry is judged as first added).
+#: stores (a retry is judged as first added). ``tombstones.source_salt`` and
+#: ``blocked_sources`` are the tombstone's salt (null: none drawn) and its salted hashes
+#: of message ids, a sorted JSON array: columns of the row, not a child table, since a
+#: tombstone is always read whole (every read of tombstones reads its hashes), the set
+#: only ever grows by a forget or an add that writes the row anyway, and a child table
+#: would have to repeat the five-column key (``VACUUM`` renumbers the rowids of a table
+#: without an INTEGER PRIMARY KEY). Stale copies a growing row leaves in a rebuilt page
+#: are of hashes the row still holds; ``erase_user``'s compaction rewrites the file.
 TABLES: Final = """
 CREATE TABLE records (
     row INTEGER PRIMARY KEY,
@@ -145,6 +154,8 @@ CREATE TABLE tombstones (
     forgotten_at INTEGER NOT NULL,
     blocks_sources_before INTEGER NOT NULL,
     user_wide INTEGER NOT NULL,
+    source_salt TEXT,
+    blocked_sources TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (scope_id, key, user_wide, forgotten_at, blocks_sources_before)
 ) STRICT;
 CREATE INDEX tombstones_by_user ON tombstones (user_id);
@@ -209,6 +220,11 @@ PRIVATE_COLUMNS: Final[Mapping[str, Mapping[str, Private]]] = {
         "conversation_id": Private.IDENTIFYING,
         "scene_id": Private.IDENTIFYING,
         "scope_id": Private.IDENTIFYING,
+        # Salted hashes of the message ids a forgotten value came from: personal data
+        # that outlives the forget (it is what blocks a re-statement), gone with the
+        # user's tombstones (``erase_user``), which also empties the sets of the unowned
+        # twins ``forget_everywhere`` wrote beside them (``_sql.delete_user``).
+        "blocked_sources": Private.IDENTIFYING,
     },
 }
 
@@ -244,6 +260,8 @@ PUBLIC_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
             "forgotten_at",
             "blocks_sources_before",
             "user_wide",
+            # Random bytes, one per tombstone: identify nothing without the hashes.
+            "source_salt",
         }
     ),
     "erasures": frozenset({"one", "committed", "wiped", "deleting", "compacted"}),
@@ -355,16 +373,34 @@ def tombstone_row(tombstone: ForgetTombstone) -> dict[str, Any]:
         "forgotten_at": to_micros(tombstone.forgotten_at),
         "blocks_sources_before": to_micros(tombstone.blocks_sources_before),
         "user_wide": int(tombstone.user_wide),
+        "source_salt": tombstone.source_salt,
+        "blocked_sources": _sources_json(tombstone.blocked_sources),
     }
+
+
+def _sources_json(hashes: frozenset[str]) -> str:
+    """A tombstone's hashes as stored: a sorted, compact JSON array."""
+    return _COMPACT.encode(sorted(hashes))
 
 
 def tombstone_from_row(row: sqlite3.Row) -> ForgetTombstone:
     """The tombstone a ``tombstones`` row holds."""
-    scope = scope_from_columns(dict(row), Subject(f"tombstone for key {row['key']!r}"))
+    subject = Subject(f"tombstone for key {row['key']!r}")
+    scope = scope_from_columns(dict(row), subject)
+    try:
+        hashes = json.loads(row["blocked_sources"])
+    except (TypeError, ValueError):
+        subject.fail("blocked_sources", ErrorKind.MALFORMED, "is not a JSON array in the store")
+    if not isinstance(hashes, list):
+        subject.fail("blocked_sources", ErrorKind.MALFORMED, "is not a JSON array in the store")
+    # The constructor checks the salt and each hash (a row edited outside the store is
+    # refused, never resolved).
     return ForgetTombstone(
         key=row["key"],
         scope=scope,
         forgotten_at=from_micros(row["forgotten_at"]),
         blocks_sources_before=from_micros(row["blocks_sources_before"]),
         user_wide=bool(row["user_wide"]),
+        source_salt=row["source_salt"],
+        blocked_sources=hashes,  # type: ignore[arg-type]  # any iterable: made a frozenset
     )

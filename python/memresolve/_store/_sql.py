@@ -149,7 +149,7 @@ def erase_text(connection: sqlite3.Connection, erased: Iterable[sqlite3.Row]) ->
 
 def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int, set[str]]:
     """Deletes every record and tombstone of ``user_id``'s scopes; returns how many of
-    each, and the scope ids of kept records it changed.
+    each, and the scope ids of kept records and tombstones it changed.
 
     Its text is zeroed in place and its ``record_text`` rows are kept (as zero bytes):
     deleting them would merge pages of ``record_text`` and leave stale copies of other
@@ -160,7 +160,9 @@ def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int,
     ``docs/spec.md`` §2.4), and the id must not stay in the file. Its content hash as
     first added is kept, so a retry of it is still a no-op; so is, for one not yet erased,
     the hash of its public fields as first added (``public_hash``), which its erasure
-    stores in place of the content hash, as for any record."""
+    stores in place of the content hash, as for any record. The hashes of the user's
+    messages go with its tombstones, and from the unowned tombstones a
+    ``forget_everywhere`` of the user wrote beside them (``_empty_unowned_twins``)."""
     deleted = connection.execute(
         "SELECT row, id FROM records WHERE user_id = ?", (user_id,)
     ).fetchall()
@@ -171,8 +173,8 @@ def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int,
         [(row[0],) for row in deleted],
     )
     records = connection.execute("DELETE FROM records WHERE user_id = ?", (user_id,)).rowcount
+    changed = _empty_unowned_twins(connection, user_id)
     tombstones = connection.execute("DELETE FROM tombstones WHERE user_id = ?", (user_id,)).rowcount
-    changed: set[str] = set()
     for chunk in chunks([row[1] for row in deleted]):
         naming = connection.execute(
             "SELECT * FROM records WHERE supersedes IS NOT NULL "
@@ -188,6 +190,37 @@ def delete_user(connection: sqlite3.Connection, user_id: str) -> tuple[int, int,
         )
         changed.update(row["scope_id"] for row in naming)
     return records, tombstones, changed
+
+
+def _empty_unowned_twins(connection: sqlite3.Connection, user_id: str) -> set[str]:
+    """Empties the hashes (and salt) of the kept tombstones that may hold hashes of
+    ``user_id``'s messages; returns their scope ids.
+
+    A tombstone's hashes come from the records its own call erased by time, and from
+    records added later in a scope it reaches. Only ``forget_everywhere`` puts records of
+    one scope into another's tombstone (each of its tombstones gets the union), and the
+    only scopes of its call that ``erase_user`` keeps are the unowned conversation and
+    scene it forgot beside the user's own conversation: their tombstones have the key,
+    the conversation id and the instants of the user's conversation tombstone of the
+    same call. Their hashes cannot be told apart (hashes of other messages may be among
+    them, which go too): all are emptied. The records they erased stay erased (a stored
+    ``forgotten`` stays); a record added there later citing one of those messages is no
+    longer blocked by it."""
+    twins = connection.execute(
+        "SELECT DISTINCT key, conversation_id, forgotten_at, blocks_sources_before "
+        "FROM tombstones WHERE user_id = ? AND conversation_id IS NOT NULL",
+        (user_id,),
+    ).fetchall()
+    changed: set[str] = set()
+    for twin in twins:
+        emptied = connection.execute(
+            "UPDATE tombstones SET source_salt = NULL, blocked_sources = '[]' "
+            "WHERE user_id IS NULL AND key = ? AND conversation_id = ? AND forgotten_at = ? "
+            "AND blocks_sources_before = ? AND blocked_sources != '[]' RETURNING scope_id",
+            tuple(twin),
+        ).fetchall()
+        changed.update(row[0] for row in emptied)
+    return changed
 
 
 #: ``record_text`` as rebuilt by a compaction: its live rows, in row order, an erased

@@ -4,12 +4,20 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from memresolve._engine import purged_records
-from memresolve._model import MemoryRecord, Scope, ScopeKind, Subject, check_records, scope_id
+from memresolve._model import (
+    ForgetTombstone,
+    MemoryRecord,
+    Scope,
+    ScopeKind,
+    Subject,
+    check_records,
+    scope_id,
+)
+from memresolve._store import _blocking as blocking
 from memresolve._store import _lifecycle as lifecycle
 from memresolve._store import _schema as schema
 from memresolve._store import _sql as sql
@@ -19,7 +27,7 @@ from memresolve.errors import ErrorKind, InvalidInputError
 __all__ = ["ERASED_TEXT", "add_checked", "check_owner", "erased", "retractions"]
 
 #: What an erased record's ``value`` holds.
-ERASED_TEXT: Final = ""
+ERASED_TEXT: Final = blocking.ERASED_TEXT
 
 
 #: The scopes whose owner is optional in the data model (``docs/spec.md`` §1.2).
@@ -55,8 +63,11 @@ def add_checked(
 
     A record whose id the store holds with the same content (as first added) is a retry
     and changes nothing; with other content it is ``duplicate-id``. A record the forget
-    sweep would purge is stored with its text erased. The cache follows in the
-    transaction (a failed commit drops it whole).
+    sweep would purge is stored with its text erased (``forgotten`` when a tombstone's
+    message hashes alone block it and it was ``active``); a record a tombstone's bound
+    blocks brings its messages to that tombstone's hashes, and the records citing them are
+    erased too (``_blocking``). The cache follows in the transaction (a failed commit
+    drops it whole).
     """
     if owners:
         for index, record in enumerate(checked):
@@ -83,40 +94,61 @@ def add_checked(
                 field="id",
                 row=index,
             )
-    # The forget sweep's rule: text a tombstone blocks, or of a record stored
-    # ``forgotten``, is never stored.
-    purged = {
-        record.id
-        for record, _ in purged_records(
-            tuple(checked[index] for index, _ in new),
-            tuple(
-                sql.tombstones_of(
-                    connection,
-                    [row["scope_id"] for _, row in new],
-                    [checked[index].scope.user_id for index, _ in new],
-                )
-            ),
-        )
-    }
+    # The forget sweep's rule: text a tombstone blocks (by its bound or by a message it
+    # holds), or of a record stored ``forgotten``, is never stored.
+    fresh = tuple(checked[index] for index, _ in new)
+    judged = blocking.judge(
+        fresh,
+        sql.tombstones_of(
+            connection,
+            [row["scope_id"] for _, row in new],
+            [record.scope.user_id for record in fresh],
+        ),
+    )
     stored_records: list[tuple[str, MemoryRecord]] = []
     for index, row in new:
         record = checked[index]
-        if row["id"] in purged:
+        if row["id"] in judged.erased:
+            forgotten = row["id"] in judged.forgotten
             row.update(value=ERASED_TEXT, source_message_ids="", erased=1)
+            if forgotten:
+                row["status"] = "forgotten"  # its erasure blanks the messages the rule read
             row["content_hash"] = schema.erased_hash(row)
-            record = erased(record)
+            record = blocking.erased(record, forgotten=forgotten)
         stored_records.append((row["scope_id"], record))
     sql.insert_records(connection, [row for _, row in new])
     # In the transaction: a failed commit drops the cache whole.
     cache.append(stored_records)
+    _join(connection, cache, judged.joins)
     return len(new)
+
+
+def _join(
+    connection: sqlite3.Connection,
+    cache: StoreCache,
+    joins: Mapping[ForgetTombstone, Collection[str]],
+) -> None:
+    """The messages of new records a stored tombstone's time rule blocks join its hashes,
+    and the stored records of its key and reach that cite one of them are erased (the new
+    ones just inserted among them): one step, no closure. The tombstone's scope (its row
+    changed) and those of the records erased leave the cache."""
+    changed: set[str] = set()
+    for tombstone, message_ids in joins.items():
+        grown, new = blocking.joined(tombstone, message_ids)
+        if not new:
+            continue
+        blocking.save_sources(connection, grown)
+        changed.add(scope_id(tombstone.scope))
+        changed.update(
+            scope_id(record.scope) for record in blocking.erase_citing(connection, grown, new)
+        )
+    if changed:
+        cache.drop_scopes(changed)
 
 
 def erased(record: MemoryRecord) -> MemoryRecord:
     """``record`` with its private text erased."""
-    fields = record.to_dict()
-    fields.update(value=ERASED_TEXT, source_message_ids=[])
-    return type(record).from_dict(fields)
+    return blocking.erased(record)
 
 
 def retractions(

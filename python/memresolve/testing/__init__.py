@@ -39,6 +39,7 @@ Example::
 from memresolve.testing.strategies import (
     BASE_NOW,
     ID_ALPHABET,
+    MESSAGE_IDS,
     Scenario,
     Store,
     Universe,
@@ -60,6 +61,7 @@ from memresolve.testing.strategies import (
 __all__ = [
     "BASE_NOW",
     "ID_ALPHABET",
+    "MESSAGE_IDS",
     "Scenario",
     "Store",
     "Universe",

@@ -37,12 +37,14 @@ from memresolve._model import (
     Subject,
     UserScope,
     instant,
+    source_hash,
 )
 from memresolve.errors import ErrorKind, InvalidInputError
 
 __all__ = [
     "BASE_NOW",
     "ID_ALPHABET",
+    "MESSAGE_IDS",
     "Scenario",
     "Store",
     "Universe",
@@ -66,6 +68,12 @@ __all__ = [
 #: U+1D518 MATHEMATICAL FRAKTUR CAPITAL U (outside the BMP: UTF-16 order would
 #: differ from code-point order).
 ID_ALPHABET = ("a", "b", "A", ":", "%", "é", "\U0001d518")
+
+#: Message ids records cite and hashed tombstones block, often enough to meet.
+MESSAGE_IDS = ("m1", "m2", "m\U0001d518")
+
+#: Salts of drawn tombstones: fixed, so a failing example replays exactly.
+_SALTS = ("00" * 16, "5a" * 24)
 
 #: The default ``now`` that instants cluster around.
 BASE_NOW = datetime(2026, 7, 30, 12, 0, tzinfo=UTC)
@@ -246,11 +254,17 @@ def memory_records(
         # Mostly inside the interval, so that the later stages get candidates.
         valid_from=st.one_of(instants(now - _DAY), instants(now)),
         valid_until=st.one_of(st.none(), instants(now + _DAY), instants(now)),
-        source_message_ids=st.lists(identifiers(), max_size=2).map(tuple),
+        source_message_ids=_CITED,
         supersedes=supersedes if supersedes is not None else st.none() | identifiers(4),
         version=versions(),
         observed_at=st.one_of(st.none(), instants(now)),
     )
+
+
+# Built once: a strategy built per draw is validated per draw, which costs more than drawing.
+_MESSAGE = st.one_of(st.sampled_from(MESSAGE_IDS), identifiers())
+_CITED = st.lists(_MESSAGE, max_size=2).map(tuple)
+_BLOCKED = st.one_of(st.none(), st.none(), st.lists(_MESSAGE, max_size=2))
 
 
 @st.composite
@@ -259,17 +273,23 @@ def tombstones(draw: st.DrawFn, universe: Universe, now: datetime = BASE_NOW) ->
 
     Its bound is left to default to ``forgotten_at``, or drawn at or before it
     (a later bound is an input error, ``docs/spec.md`` §1.5). A tombstone on a user
-    scope is user-wide half the time (it then reaches every scope its user owns).
+    scope is user-wide half the time (it then reaches every scope its user owns). A
+    third of tombstones block messages of ``MESSAGE_IDS`` by their salted hashes (and
+    now and then one no record cites); some have a salt and no hash.
     """
     forgotten_at = draw(instants(now))
     bound = draw(st.one_of(st.none(), instants(now).filter(lambda b: b <= forgotten_at)))
     scope = draw(scopes(universe))
+    blocked = draw(_BLOCKED)
+    salt = None if blocked is None else draw(st.sampled_from(_SALTS))
     return ForgetTombstone(
         key=draw(st.sampled_from(universe.keys)),
         scope=scope,
         forgotten_at=forgotten_at,
         blocks_sources_before=bound,  # type: ignore[arg-type]  # None: the default
         user_wide=isinstance(scope, UserScope) and draw(st.booleans()),
+        source_salt=salt,
+        blocked_sources=frozenset(source_hash(salt, m) for m in blocked or () if salt),
     )
 
 

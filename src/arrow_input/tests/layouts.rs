@@ -239,7 +239,11 @@ fn contexts_tombstones_and_values_read_through_empty_chunks_at_offsets() -> Outc
         let (schema, batches) = through_the_c_interface(layout(&tombstones))?;
         let read = read_tombstones(&Table::new("tombstones", schema, &batches))
             .map_err(|error| format!("{error}"))?;
-        let bounds: Vec<i64> = read.iter().map(|t| t.blocks_sources_before).collect();
+        let bounds: Vec<i64> = read
+            .tombstones()
+            .iter()
+            .map(|t| t.blocks_sources_before)
+            .collect();
         assert_eq!(bounds, [5, 7]);
 
         let (schema, batches) = through_the_c_interface(layout(&records))?;

@@ -31,7 +31,7 @@ fn prepared_resolution_equals_resolve_in_every_context() {
         let grown = |start: &[Record<'static>]| {
             let mut prepared = prepared(start, &tombstones);
             for record in records.iter().skip(start.len()) {
-                if let Err(refused) = prepared.push(record) {
+                if let Err(refused) = prepared.push(record, false) {
                     panic!("ids are unique, yet {refused:?}");
                 }
             }
@@ -49,7 +49,7 @@ fn prepared_resolution_equals_resolve_in_every_context() {
                         panic!("{broken}");
                     }
                 }
-                if let Err(refused) = prepared.push(record) {
+                if let Err(refused) = prepared.push(record, false) {
                     panic!("ids are unique, yet {refused:?}");
                 }
             }
@@ -112,7 +112,7 @@ fn a_repeated_id_is_refused_with_its_rows() {
     let mut grown = prepared(&records[..2], &[]);
     let before = format!("{grown:?}");
     assert_eq!(
-        grown.push(&records[2]),
+        grown.push(&records[2], false),
         Err(Refused::RepeatedId {
             earlier: 0,
             later: 2
@@ -135,7 +135,7 @@ fn a_copy_grows_apart_from_its_original() {
             .copied()
             .unwrap_or_else(|| record("x", "k", ScopeRef::user("u")))
     };
-    assert_eq!(copy.push(&extra), Ok(()));
+    assert_eq!(copy.push(&extra, false), Ok(()));
     assert_eq!(copy.len(), original.len() + 1);
     assert_eq!(format!("{original:?}"), before);
 }
@@ -174,7 +174,7 @@ fn full_ties_go_to_the_smallest_id_however_the_set_grew() {
         let mut set = prepared(&[elsewhere, tied(order[0])], &[]);
         for (pushed, id) in order.iter().enumerate() {
             if pushed > 0 {
-                assert_eq!(set.push(&tied(id)), Ok(()));
+                assert_eq!(set.push(&tied(id), false), Ok(()));
             }
             let resolution = set.resolve(&context, &mut scratch);
             let smallest = order.iter().take(pushed + 1).min().copied();
@@ -200,6 +200,7 @@ fn the_latest_of_several_tombstones_on_a_group_blocks() {
         scope: blocked.scope,
         blocks_sources_before: bound,
         user_wide: false,
+        sources: None,
     };
     // The later bound (NOW - 10) is at or after the evidence (NOW - 20), given
     // before or after the earlier one; the unowned scope's tombstone is another scope's.
@@ -213,7 +214,7 @@ fn the_latest_of_several_tombstones_on_a_group_blocks() {
         [on_it(NOW - 10), on_it(NOW - 30), unowned],
     ] {
         let mut grown = prepared(&[], &tombstones);
-        assert_eq!(grown.push(&blocked), Ok(()));
+        assert_eq!(grown.push(&blocked, false), Ok(()));
         // Told the tombstones one by one, before the group exists and after.
         let mut told_first = prepared(&[], &[]);
         let mut told_after = prepared(&[blocked], &[]);
@@ -221,7 +222,7 @@ fn the_latest_of_several_tombstones_on_a_group_blocks() {
             assert_eq!(told_first.forget(tombstone), Ok(()));
             assert_eq!(told_after.forget(tombstone), Ok(()));
         }
-        assert_eq!(told_first.push(&blocked), Ok(()));
+        assert_eq!(told_first.push(&blocked, false), Ok(()));
         for set in [
             prepared(&[blocked], &tombstones),
             grown,

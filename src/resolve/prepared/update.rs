@@ -9,11 +9,13 @@ use crate::resolve::candidates::{Record, ScopeRef, Tombstone};
 impl PreparedSet {
     /// Adds one candidate, as if it had been the last of those the set was
     /// prepared with: linear in the set's size, with no sort and no hashing.
+    /// `blocked_by_sources`: the set's tombstones block it by the messages it
+    /// cites (decided by the caller, who has its message ids).
     ///
     /// # Errors
     /// [`Refused::RepeatedId`] when a candidate has its id (`later` is the
     /// row it would have had), [`Refused::TooLarge`]; the set is unchanged.
-    pub fn push(&mut self, record: &Record<'_>) -> Result<(), Refused> {
+    pub fn push(&mut self, record: &Record<'_>, blocked_by_sources: bool) -> Result<(), Refused> {
         let row = number(self.facts.len())?;
         // Checked before anything changes: the texts that the row adds fit.
         let added = record.id.len() + record.key.len() + record.supersedes.map_or(0, str::len);
@@ -72,6 +74,7 @@ impl PreparedSet {
             None => NO_ROW,
         };
         self.append_row(record, scope, group, target)?;
+        self.blocked_by_sources.push(blocked_by_sources);
         // Rows that named this id before it was a candidate now name it.
         let mut still_dangling = Vec::with_capacity(self.dangling.len());
         for (other, named) in std::mem::take(&mut self.dangling) {
@@ -90,9 +93,18 @@ impl PreparedSet {
         Ok(())
     }
 
+    /// Marks row `row` as blocked by the messages it cites: what a tombstone
+    /// with hashes told after preparing decides ([`Self::forget`] reads no
+    /// message id; its caller marks the rows the hashes block).
+    pub fn mark_blocked_by_sources(&mut self, row: u32) {
+        if let Some(flag) = self.blocked_by_sources.get_mut(row as usize) {
+            *flag = true;
+        }
+    }
+
     /// Adds a tombstone, as if the set had been prepared with it: the bound
     /// of its (scope, key) group rises to it, and a group formed later takes
-    /// it too. Logarithmic in the set's size, plus the set's distinct scopes;
+    /// it too (its hashes are the caller's: [`Self::mark_blocked_by_sources`]). Logarithmic in the set's size, plus the set's distinct scopes;
     /// a user-wide one is linear (every group its user owns rises).
     ///
     /// # Errors
